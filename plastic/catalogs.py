@@ -1,0 +1,96 @@
+"""Loading instance catalogs from files (YAML or JSON) or the embedded default.
+
+Kept light on purpose: PyYAML is imported only when a YAML document has to be
+parsed, and nothing heavy (rich, cwltool) is imported at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from importlib import resources
+from typing import Any
+
+from plastic.core.catalog import catalog_from_mapping
+from plastic.core.errors import CatalogError
+from plastic.core.model import Catalog
+
+log = logging.getLogger(__name__)
+
+#: File name of the embedded default catalog inside the `plastic/data` folder.
+DEFAULT_CATALOG_NAME = "catalog-aws-us-east-1.yaml"
+
+
+def _parse_yaml(text: str, *, source: str) -> Any:
+    import yaml  # deferred: only YAML documents pay for it
+
+    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        what = " ".join(" ".join(str(p) for p in (exc.context, exc.problem) if p).split()) or "syntax error"
+        raise CatalogError(f"invalid YAML at {where}{what}", source=source) from None
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"invalid YAML: {' '.join(str(exc).split())}", source=source) from None
+
+
+def _parse_json(text: str, *, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=source
+        ) from None
+
+
+def parse_catalog_text(text: str, *, source: str) -> Catalog:
+    """Parse catalog text (JSON when it starts with `{` or `[`, YAML otherwise) and validate it."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    data = _parse_json(stripped, source=source) if stripped[:1] in ("{", "[") else _parse_yaml(text, source=source)
+    return catalog_from_mapping(data, source=source)
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise CatalogError("no such catalog file", source=path) from None
+    except IsADirectoryError:
+        raise CatalogError("is a directory, not a catalog file", source=path) from None
+    except OSError as exc:
+        raise CatalogError(f"cannot read catalog file: {exc.strerror or exc}", source=path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"not UTF-8 text (bad byte at offset {exc.start})", source=path) from None
+
+
+@functools.lru_cache(maxsize=1)
+def _default_catalog() -> Catalog:
+    resource = resources.files("plastic") / "data" / DEFAULT_CATALOG_NAME
+    source = str(resource)
+    try:
+        text = resource.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"embedded default catalog unreadable: {exc}", source=source) from None
+    return parse_catalog_text(text, source=source)
+
+
+def load_catalog(path: str | None) -> Catalog:
+    """Load and validate a catalog file; `None` gives the embedded default (us-east-1).
+
+    Every problem (missing or unreadable file, YAML/JSON syntax, a bad field)
+    is a `CatalogError` whose `source` is the path.
+    """
+    if path is None:
+        catalog = _default_catalog()
+        log.debug("default catalog: %d instance types", len(catalog.instance_types))
+        return catalog
+    path = str(path)
+    catalog = parse_catalog_text(_read_text(path), source=path)
+    log.debug("catalog %s: %d instance types", path, len(catalog.instance_types))
+    return catalog

@@ -1,0 +1,146 @@
+"""The `plastic` command line: a thin shell over the core.
+
+Heavy libraries (cwltool, rich) are imported inside the commands that need
+them, so `plastic plan TRACE` starts fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import click
+
+from plastic.core.errors import PlasticError
+
+log = logging.getLogger(__name__)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+@click.version_option(package_name="plastic")
+def cli(verbose: int) -> None:
+    """plastic: size a hybrid cloud of on-demand and spot nodes for annotated workflows."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_preempt: bool,
+                   default_ram_mib: int, scatter_width: int):
+    """A WfCommons trace or an annotated CWL document -> Workload."""
+    from plastic.core.errors import InputError
+    from plastic.core.model import PREEMPTIBLE, RELIABLE, Workload
+
+    if not os.path.exists(input_path):
+        raise InputError("no such file", source=input_path)
+    from plastic.traces import is_wfcommons_file, load_trace
+
+    if is_wfcommons_file(input_path):
+        if job is not None:
+            raise InputError("a WfCommons trace takes no job order", source=job, field="JOB")
+        return load_trace(input_path, default_ram_mib=default_ram_mib, preempt_mode=preempt)
+    from plastic.cwl.loader import load_cwl
+
+    workload = load_cwl(input_path, job, infer_preempt=infer_preempt,
+                        scatter_width_assumption=scatter_width).workload()
+    if preempt == "infer":
+        return workload
+    forced = PREEMPTIBLE if preempt == "all" else RELIABLE
+    tasks = tuple(type(t)(t.id, t.vcpus, t.ram_mib, forced, t.runtime_s, t.instance_type, t.parents)
+                  for t in workload.tasks)
+    return Workload(tasks, workload.assumptions + (f"--preempt {preempt}: every task {forced}",), workload.source)
+
+
+def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        raise click.BadParameter(f"must be > 0, got {value}")
+    return value
+
+
+@cli.command()
+@click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
+@click.argument("job", required=False, type=click.Path(dir_okay=False))
+@click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False),
+              help="Instance catalog (YAML/JSON); default: the embedded EC2 us-east-1 catalog.")
+@click.option("--concurrent", is_flag=True, help="Pack every task at once instead of planning per wave.")
+@click.option("--preempt", type=click.Choice(["infer", "all", "none"]), default="infer", show_default=True,
+              help="Preemptibility: inferred (annotations, replication), or forced for every task.")
+@click.option("--no-infer-preempt", is_flag=True, help="CWL: do not infer preempt=true inside scatters.")
+@click.option("--default-ram-mib", type=click.IntRange(min=1), default=1024, show_default=True,
+              help="Traces: RAM for tasks without memoryInBytes.")
+@click.option("--scatter-width", type=click.IntRange(min=1), default=1, show_default=True,
+              help="CWL without a job order: assumed width of dynamic scatters.")
+@click.option("--budget-per-hour", type=float, callback=_positive, help="Budget in USD per hour.")
+@click.option("--reserve-vcpus", type=click.IntRange(min=0), default=0, show_default=True,
+              help="vCPUs kept on every node for the OS and the Mesos agent.")
+@click.option("--reserve-ram-mib", type=click.IntRange(min=0), default=0, show_default=True,
+              help="MiB kept on every node for the OS and the Mesos agent.")
+@click.option("--strategy", type=click.Choice(["best", "seeds"]), default="best", show_default=True,
+              help="best: every strategy, cheapest wins; seeds: the seeds' algorithm alone.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the plan here (atomically).")
+def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent: bool, preempt: str,
+         no_infer_preempt: bool, default_ram_mib: int, scatter_width: int, budget_per_hour: float | None,
+         reserve_vcpus: int, reserve_ram_mib: int, strategy: str, fmt: str, output: str | None) -> None:
+    """Size the hybrid cloud for INPUT (annotated CWL + JOB, or a WfCommons trace)."""
+    from plastic.catalogs import load_catalog
+    from plastic.core.errors import PlanningError
+    from plastic.core.model import Reserve
+    from plastic.core.plan import PlanOptions
+    from plastic.core.sizing import plan_workload
+
+    catalog = load_catalog(catalog_path)
+    workload = _load_workload(input_path, job, preempt=preempt, infer_preempt=not no_infer_preempt,
+                              default_ram_mib=default_ram_mib, scatter_width=scatter_width)
+    options = PlanOptions(concurrent=concurrent, budget_usd_per_hour=budget_per_hour,
+                          effort=1 if strategy == "seeds" else 2)
+    try:
+        result = plan_workload(workload, catalog, reserve=Reserve(reserve_vcpus, reserve_ram_mib), options=options)
+    except PlanningError as exc:
+        # Name the input file as well as the task/step the planner complained about.
+        exc.source = f"{input_path}: {exc.source}" if exc.source else input_path
+        raise
+    from plastic import render
+
+    if fmt == "json":
+        text = render.plan_as_json(result)
+    elif fmt == "yaml":
+        text = render.plan_as_yaml(result)
+    else:
+        text = render.plan_as_table(result)
+    if output:
+        from plastic.fileio import write_atomically
+
+        write_atomically(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
+def main() -> None:
+    """Entry point: one clear line and a non-zero exit for every expected error."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("plastic: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except PlasticError as exc:
+        click.echo(f"plastic: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(1)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        if os.environ.get("PLASTIC_DEBUG"):
+            raise
+        click.echo(f"plastic: internal error: {type(exc).__name__}: {exc} (set PLASTIC_DEBUG=1 for a traceback)",
+                   err=True)
+        sys.exit(70)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The functional core: pure functions over frozen values (standard library only)."""

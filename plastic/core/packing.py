@@ -1,0 +1,275 @@
+"""Vector bin packing onto node shapes of different sizes, prices and markets.
+
+The packer places tasks one by one, in the order it is given:
+- onto the open node that fits the task most tightly (the seeds' "first
+  suitable instance, fewest free resources first"), measured at the LP's dual
+  prices so that a scarce resource counts for more;
+- when no open node holds it, onto a new node whose shape a `ShapeChooser`
+  picks (the seeds' cheapest-type-that-fits, or plastic's look-ahead).
+
+Rules every placement obeys: capacity in both dimensions, reliable
+(preempt=false) tasks only on on-demand nodes, pinned tasks only on their
+instance type.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import count
+
+from plastic.core.errors import UnplaceableTaskError
+from plastic.core.lower_bound import Prices
+from plastic.core.model import NodeShape, Resources, TaskSpec
+
+
+class OpenNode:
+    """A node being filled (mutable while the packer runs; never leaves the core)."""
+
+    __slots__ = ("shape", "free_vcpus", "free_ram_mib", "tasks", "seq", "has_reliable", "pinned_type")
+
+    def __init__(self, shape: NodeShape, seq: int):
+        self.shape = shape
+        self.free_vcpus = shape.usable.vcpus
+        self.free_ram_mib = shape.usable.ram_mib
+        self.tasks: list[TaskSpec] = []
+        self.seq = seq
+        self.has_reliable = False
+        self.pinned_type: str | None = None
+
+    def fits(self, task: TaskSpec) -> bool:
+        return self.free_vcpus >= task.vcpus and self.free_ram_mib >= task.ram_mib
+
+    def add(self, task: TaskSpec) -> None:
+        self.free_vcpus -= task.vcpus
+        self.free_ram_mib -= task.ram_mib
+        self.tasks.append(task)
+        if not task.preempt.preemptible:
+            self.has_reliable = True
+        if task.instance_type is not None:
+            self.pinned_type = task.instance_type
+
+    @property
+    def used(self) -> Resources:
+        return Resources(self.shape.usable.vcpus - self.free_vcpus, self.shape.usable.ram_mib - self.free_ram_mib)
+
+
+def allowed_on(task: TaskSpec, shape: NodeShape) -> bool:
+    """May `task` run on a node of `shape` at all (market and pinned type; not capacity)?"""
+    if not task.preempt.preemptible and not shape.reliable:
+        return False
+    if task.instance_type is not None and shape.instance_type.name != task.instance_type:
+        return False
+    return True
+
+
+def shape_holds(task: TaskSpec, shape: NodeShape) -> bool:
+    return allowed_on(task, shape) and shape.usable.holds(task.demand)
+
+
+class _Pool:
+    """Open nodes of one market indexed by free vCPUs, each bucket sorted by free RAM."""
+
+    def __init__(self, max_vcpus: int):
+        self.buckets: list[list[tuple[int, int, OpenNode]]] = [[] for _ in range(max_vcpus + 1)]
+
+    def insert(self, node: OpenNode) -> None:
+        if node.free_vcpus > 0 and node.free_ram_mib > 0:
+            bisect.insort(self.buckets[node.free_vcpus], (node.free_ram_mib, node.seq, node))
+
+    def remove(self, node: OpenNode) -> None:
+        bucket = self.buckets[node.free_vcpus]
+        i = bisect.bisect_left(bucket, (node.free_ram_mib, node.seq))
+        if i < len(bucket) and bucket[i][2] is node:
+            del bucket[i]
+
+    def best(self, task: TaskSpec, prices: Prices) -> tuple[float, OpenNode] | None:
+        """The node leaving the least dual-priced slack after taking `task`."""
+        best: tuple[float, OpenNode] | None = None
+        pc, pr = prices.usd_per_vcpu_hour, prices.usd_per_mib_hour
+        key = (task.ram_mib, -1)
+        buckets = self.buckets
+        for fv in range(task.vcpus, len(buckets)):
+            bucket = buckets[fv]
+            if not bucket:
+                continue
+            i = bisect.bisect_left(bucket, key)
+            if i == len(bucket):
+                continue
+            fr, _, node = bucket[i]
+            slack = pc * (fv - task.vcpus) + pr * (fr - task.ram_mib)
+            if best is None or slack < best[0]:
+                best = (slack, node)
+        return best
+
+
+ShapeChooser = Callable[[TaskSpec, int, Sequence[TaskSpec]], NodeShape]
+
+
+@dataclass(frozen=True, slots=True)
+class PackedNode:
+    """A node of the result: its shape and its tasks (what it uses is computed once)."""
+
+    shape: NodeShape
+    tasks: tuple[TaskSpec, ...]
+    used: Resources = field(init=False, compare=False)
+    has_reliable: bool = field(init=False, compare=False)
+    pinned_type: str | None = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        cpu = ram = 0
+        reliable = False
+        pinned = None
+        for t in self.tasks:
+            cpu += t.vcpus
+            ram += t.ram_mib
+            reliable = reliable or t.preempt.max_preemptions == 0
+            pinned = t.instance_type or pinned
+        object.__setattr__(self, "used", Resources(cpu, ram))
+        object.__setattr__(self, "has_reliable", reliable)
+        object.__setattr__(self, "pinned_type", pinned)
+
+    def may_use(self, shape: NodeShape) -> bool:
+        """Could every task of this node run on `shape` (market, pinned type, capacity)?"""
+        if self.has_reliable and not shape.reliable:
+            return False
+        if self.pinned_type is not None and shape.instance_type.name != self.pinned_type:
+            return False
+        return shape.usable.vcpus >= self.used.vcpus and shape.usable.ram_mib >= self.used.ram_mib
+
+
+class ShapeMenu:
+    """The shapes sorted by price, with a memo of which ones hold each kind of task."""
+
+    def __init__(self, shapes: Sequence[NodeShape]):
+        self.shapes: tuple[NodeShape, ...] = tuple(
+            sorted(shapes, key=lambda s: (s.usd_per_hour, s.usable.vcpus, s.usable.ram_mib, s.name,
+                                          s.market.value)))
+        self._holding: dict[tuple[int, int, bool, str | None], tuple[NodeShape, ...]] = {}
+        self.max_vcpus = max((s.usable.vcpus for s in self.shapes), default=0)
+
+    def holding(self, task: TaskSpec) -> tuple[NodeShape, ...]:
+        """Shapes that can host `task` alone, cheapest first."""
+        key = (task.vcpus, task.ram_mib, task.preempt.max_preemptions != 0, task.instance_type)
+        found = self._holding.get(key)
+        if found is None:
+            cpu, ram, preemptible, pinned = key
+            found = self._holding[key] = tuple(
+                s for s in self.shapes
+                if s.usable.vcpus >= cpu and s.usable.ram_mib >= ram and (preemptible or s.reliable)
+                and (pinned is None or s.instance_type.name == pinned)
+            )
+        return found
+
+    def cheapest(self, task: TaskSpec) -> NodeShape:
+        """The seeds' allocation rule: the cheapest shape with enough CPU and RAM (ties: smaller)."""
+        found = self.holding(task)
+        if not found:
+            raise unplaceable(task, self.shapes)
+        return found[0]
+
+    def cheapest_for(self, node: PackedNode) -> NodeShape:
+        """The cheapest shape that still holds all of `node`'s tasks (its own shape at worst)."""
+        for s in self.shapes:
+            if s.usd_per_hour >= node.shape.usd_per_hour:
+                break
+            if node.may_use(s):
+                return s
+        return node.shape
+
+
+def pack(
+    ordered: Sequence[TaskSpec],
+    shapes: Sequence[NodeShape],
+    prices: Prices,
+    choose_shape: ShapeChooser,
+    *,
+    initial: Sequence[PackedNode] = (),
+    keep_empty: bool = False,
+) -> list[PackedNode]:
+    """Place every task of `ordered`, in that order, opening nodes as needed.
+
+    Nodes of `initial` come first in the result, in their order; new nodes follow.
+    Empty nodes are dropped unless `keep_empty`."""
+    max_vcpus = max(s.usable.vcpus for s in shapes)
+    od_pool, spot_pool = _Pool(max_vcpus), _Pool(max_vcpus)
+    pinned: dict[str, list[OpenNode]] = {}
+    nodes: list[OpenNode] = []
+    seq = count()
+
+    def register(node: OpenNode) -> None:
+        nodes.append(node)
+        (od_pool if node.shape.reliable else spot_pool).insert(node)
+        pinned.setdefault(node.shape.instance_type.name, []).append(node)
+
+    for pn in initial:
+        node = OpenNode(pn.shape, next(seq))
+        for t in pn.tasks:
+            node.add(t)
+        register(node)
+
+    for i, task in enumerate(ordered):
+        target: OpenNode | None = None
+        if task.instance_type is not None:
+            best_slack = None
+            for node in pinned.get(task.instance_type, ()):
+                if node.fits(task) and (task.preempt.preemptible or node.shape.reliable):
+                    slack = prices.usd_per_vcpu_hour * (node.free_vcpus - task.vcpus) + \
+                        prices.usd_per_mib_hour * (node.free_ram_mib - task.ram_mib)
+                    if best_slack is None or slack < best_slack:
+                        best_slack, target = slack, node
+        else:
+            cand = od_pool.best(task, prices)
+            if task.preempt.preemptible:
+                s = spot_pool.best(task, prices)
+                if s is not None and (cand is None or s[0] < cand[0]):
+                    cand = s
+            if cand is not None:
+                target = cand[1]
+        if target is None:
+            shape = choose_shape(task, i, ordered)
+            target = OpenNode(shape, next(seq))
+            target.add(task)
+            register(target)
+            continue
+        pool = od_pool if target.shape.reliable else spot_pool
+        pool.remove(target)
+        target.add(task)
+        pool.insert(target)
+    return [PackedNode(n.shape, tuple(n.tasks)) for n in nodes if n.tasks or keep_empty]
+
+
+def cheapest_holding(task: TaskSpec, shapes: Sequence[NodeShape]) -> NodeShape:
+    """The cheapest shape that holds `task` (see ShapeMenu for repeated use)."""
+    return ShapeMenu(shapes).cheapest(task)
+
+
+def unplaceable(task: TaskSpec, shapes: Sequence[NodeShape]) -> UnplaceableTaskError:
+    """The error for a task that no shape can hold, naming the reason."""
+    if task.instance_type is not None:
+        pinned = [s for s in shapes if s.instance_type.name == task.instance_type]
+        if not pinned:
+            return UnplaceableTaskError(
+                f"instanceType {task.instance_type!r} is not in the catalog", task_id=task.id,
+                source=task.id, field="instanceType")
+        cap = pinned[0].usable
+        return UnplaceableTaskError(
+            f"instanceType {task.instance_type} offers {cap.vcpus} vcpus / {cap.ram_mib} MiB usable, "
+            f"smaller than the task's {task.vcpus} vcpus / {task.ram_mib} MiB",
+            task_id=task.id, source=task.id, field="instanceType")
+    market = "on-demand " if not task.preempt.preemptible else ""
+    eligible = [s for s in shapes if allowed_on(task, s)]
+    if not eligible:
+        return UnplaceableTaskError(f"the catalog has no {market}instance type", task_id=task.id,
+                                    source=task.id, field="preempt")
+    max_cpu = max(s.usable.vcpus for s in eligible)
+    max_ram = max(s.usable.ram_mib for s in eligible)
+    if task.vcpus > max_cpu:
+        what, field = f"vcpus {task.vcpus} exceeds the largest {market}instance type ({max_cpu} usable)", "vcpus"
+    elif task.ram_mib > max_ram:
+        what, field = f"vram {task.ram_mib} MiB exceeds the largest {market}instance type ({max_ram} MiB usable)", \
+            "vram"
+    else:
+        what, field = (f"no {market}instance type has both {task.vcpus} vcpus and {task.ram_mib} MiB"), "vram"
+    return UnplaceableTaskError(what, task_id=task.id, source=task.id, field=field)

@@ -1,0 +1,330 @@
+"""The plasticity manager's sizing decision: which nodes, of which types, on which market.
+
+Strategies (all pack with the same rules, see packing.py):
+- `seeds`: the multi-instance scheduling algorithm of seeds 000/001 with the
+  paper's ordering: reliable tasks first, then jobs by the price of the
+  cheapest instance each needs, largest first; every job onto the tightest
+  open instance; when none fits, one new instance of the cheapest type that
+  holds the first unplaced job.  Kept as the reference and as a candidate.
+- `lookahead`: the same ordering by the LP's dual value; a new node's shape is
+  the one that, filled with the task and the next tasks in line, buys the most
+  dual value per dollar.  Spot prices are not linear in size, so this is what
+  finds the cheap way to host many tasks rather than one.
+Both are followed by the same improvement: empty the least useful nodes into
+the free room of the others, then give every node the cheapest shape that
+still holds its tasks.  The cheapest result wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from plastic.core.errors import PlanningError
+from plastic.core.lower_bound import LowerBound, Prices, lower_bound
+from plastic.core.model import Market, NodeShape, TaskSpec
+from plastic.core.packing import (
+    PackedNode,
+    _Pool,
+    OpenNode,
+    ShapeMenu,
+    allowed_on,
+    pack,
+    shape_holds,
+    unplaceable,
+)
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    nodes: tuple[PackedNode, ...]
+    strategy: str
+    bound: LowerBound
+
+    @property
+    def usd_per_hour(self) -> float:
+        return sum(n.shape.usd_per_hour for n in self.nodes)
+
+
+Shapes = Sequence[NodeShape] | ShapeMenu
+
+
+def menu_of(shapes: Shapes) -> ShapeMenu:
+    return shapes if isinstance(shapes, ShapeMenu) else ShapeMenu(shapes)
+
+
+def check_placeable(tasks: Sequence[TaskSpec], shapes: Shapes) -> None:
+    """Raise UnplaceableTaskError for the first task no shape can hold."""
+    menu = menu_of(shapes)
+    for t in tasks:
+        menu.cheapest(t)
+
+
+# ---------------------------------------------------------------- orderings
+
+def _value(t: TaskSpec, prices: Prices) -> float:
+    return prices.value(t.demand, reliable=not t.preempt.preemptible)
+
+
+def seeds_order(tasks: Sequence[TaskSpec], shapes: Shapes) -> list[TaskSpec]:
+    """The paper's priority (reliable first) then the seeds' (price of the instance needed, largest first)."""
+    menu = menu_of(shapes)
+    return sorted(tasks, key=lambda t: (t.preempt.preemptible, -menu.cheapest(t).usd_per_hour, -t.vcpus,
+                                        -t.ram_mib, t.id))
+
+
+def value_order(tasks: Sequence[TaskSpec], prices: Prices) -> list[TaskSpec]:
+    """Reliable first, pinned next, then decreasing dual value (first-fit decreasing)."""
+    return sorted(
+        tasks,
+        key=lambda t: (t.preempt.preemptible, t.instance_type is None, -_value(t, prices), -t.vcpus,
+                       -t.ram_mib, t.id),
+    )
+
+
+# ---------------------------------------------------------------- shape choosers
+
+def seeds_chooser(shapes: Shapes):
+    menu = menu_of(shapes)
+
+    def choose(task: TaskSpec, i: int, ordered: Sequence[TaskSpec]) -> NodeShape:
+        return menu.cheapest(task)
+    return choose
+
+
+def bottleneck_values(tasks: Sequence[TaskSpec], shapes: Shapes) -> dict[str, float]:
+    """Each task's worth: the cheapest share of a node it could take, counted in its
+    bottleneck dimension (price x max(cpu share, ram share)), over the shapes that hold it.
+
+    Unlike the LP's flat prices, this sees that a task too big or too memory-hungry
+    for the cheap shapes can only be hosted by dearer ones."""
+    menu = menu_of(shapes)
+    memo: dict[tuple[int, int, bool, str | None], float] = {}
+    out: dict[str, float] = {}
+    for t in tasks:
+        key = (t.vcpus, t.ram_mib, t.preempt.preemptible, t.instance_type)
+        v = memo.get(key)
+        if v is None:
+            v = memo[key] = min(
+                s.usd_per_hour * max(t.vcpus / s.usable.vcpus, t.ram_mib / s.usable.ram_mib)
+                for s in menu.holding(t)
+            )
+        out[t.id] = v
+    return out
+
+
+def dual_values(tasks: Sequence[TaskSpec], prices: Prices) -> dict[str, float]:
+    """Each task's worth at the LP's dual prices."""
+    return {t.id: _value(t, prices) for t in tasks}
+
+
+def lookahead_chooser(shapes: Shapes, values: dict[str, float], head: int, spread: int):
+    """Pick a new node's shape by filling it, on paper, with the task and a sample of
+    the tasks still to come (the next `head` in line and `spread` drawn evenly from the
+    rest, so the small tasks that fill gaps are seen too); the shape buying the most
+    value per dollar wins.  `ordered` is expected in decreasing value, so the window
+    is filled largest first."""
+    menu = menu_of(shapes)
+
+    def choose(task: TaskSpec, i: int, ordered: Sequence[TaskSpec]) -> NodeShape:
+        rest = ordered[i + 1:]
+        window = list(rest[:head])
+        if spread and len(rest) > head:
+            step = max(1, (len(rest) - head) // spread)
+            window.extend(rest[head::step][:spread])
+        best: tuple[float, float, NodeShape] | None = None
+        for s in menu.holding(task):
+            fc = s.usable.vcpus - task.vcpus
+            fr = s.usable.ram_mib - task.ram_mib
+            got = values[task.id]
+            spot = not s.reliable
+            for t in window:
+                if t.vcpus <= fc and t.ram_mib <= fr and not (spot and t.preempt.max_preemptions == 0) \
+                        and (t.instance_type is None or t.instance_type == s.name):
+                    fc -= t.vcpus
+                    fr -= t.ram_mib
+                    got += values[t.id]
+                    if fc == 0:
+                        break
+            key = (got / s.usd_per_hour, -s.usd_per_hour)
+            if best is None or key > (best[0], best[1]):
+                best = (key[0], key[1], s)
+        if best is None:
+            raise unplaceable(task, menu.shapes)
+        return best[2]
+    return choose
+
+
+# ---------------------------------------------------------------- improvement
+
+def right_size(nodes: Sequence[PackedNode], shapes: Shapes) -> list[PackedNode]:
+    """Give every node the cheapest shape that still holds its tasks."""
+    menu = menu_of(shapes)
+    return [PackedNode(menu.cheapest_for(n), n.tasks) for n in nodes]
+
+
+def consolidate(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], prices: Prices,
+                max_attempts: int) -> list[PackedNode]:
+    """Try to empty the least useful nodes into the free room of the others."""
+    if len(nodes) < 2:
+        return list(nodes)
+    max_vcpus = max(s.usable.vcpus for s in shapes)
+    od_pool, spot_pool = _Pool(max_vcpus), _Pool(max_vcpus)
+    open_nodes: list[OpenNode] = []
+    for i, pn in enumerate(nodes):
+        node = OpenNode(pn.shape, i)
+        for t in pn.tasks:
+            node.add(t)
+        open_nodes.append(node)
+        (od_pool if node.shape.reliable else spot_pool).insert(node)
+
+    def usefulness(n: OpenNode) -> float:
+        # dual value hosted per dollar: low means the node is a poor buy
+        return sum(_value(t, prices) for t in n.tasks) / n.shape.usd_per_hour
+
+    candidates = sorted(open_nodes, key=usefulness)[:max_attempts]
+    removed: set[int] = set()
+    for victim in candidates:
+        pool_v = od_pool if victim.shape.reliable else spot_pool
+        pool_v.remove(victim)
+        moves: list[tuple[OpenNode, TaskSpec]] = []
+        ok = True
+        for t in sorted(victim.tasks, key=lambda t: (-t.vcpus, -t.ram_mib)):
+            if t.instance_type is not None:
+                ok = False
+                break
+            cand = od_pool.best(t, prices)
+            if t.preempt.preemptible:
+                s = spot_pool.best(t, prices)
+                if s is not None and (cand is None or s[0] < cand[0]):
+                    cand = s
+            if cand is None:
+                ok = False
+                break
+            target = cand[1]
+            pool = od_pool if target.shape.reliable else spot_pool
+            pool.remove(target)
+            target.add(t)
+            pool.insert(target)
+            moves.append((target, t))
+        if ok:
+            removed.add(victim.seq)
+            continue
+        for target, t in reversed(moves):  # undo
+            pool = od_pool if target.shape.reliable else spot_pool
+            pool.remove(target)
+            target.tasks.remove(t)
+            target.free_vcpus += t.vcpus
+            target.free_ram_mib += t.ram_mib
+            target.has_reliable = any(not x.preempt.preemptible for x in target.tasks)
+            pool.insert(target)
+        pool_v.insert(victim)
+    return [PackedNode(n.shape, tuple(n.tasks)) for n in open_nodes if n.seq not in removed and n.tasks]
+
+
+def _cheapest_reliable_fix(nodes: Sequence[PackedNode], od_shapes: Sequence[NodeShape], need_vcpus: int,
+                           need_ram_mib: int, pinned: str | None) -> tuple[int | None, NodeShape] | None:
+    """The cheapest way to have an on-demand node of at least the given size:
+    turn node i into shape s, or (i is None) add a node of shape s."""
+    best: tuple[float, int | None, NodeShape] | None = None
+    for s in od_shapes:
+        if pinned is not None and s.name != pinned:
+            continue
+        if s.usable.vcpus < need_vcpus or s.usable.ram_mib < need_ram_mib:
+            continue
+        if best is None or s.usd_per_hour < best[0]:
+            best = (s.usd_per_hour, None, s)
+        for i, n in enumerate(nodes):
+            if n.may_use(s):
+                delta = s.usd_per_hour - n.shape.usd_per_hour
+                if delta < best[0]:
+                    best = (delta, i, s)
+    return None if best is None else (best[1], best[2])
+
+
+def ensure_reliable_capacity(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape],
+                             tasks: Sequence[TaskSpec]) -> list[PackedNode]:
+    """The paper's guarantee: at least one on-demand node, and for every task that
+    escalates after N preemptions (preempt=N) an on-demand node able to hold it."""
+    nodes = list(nodes)
+    od_shapes = [s for s in shapes if s.reliable]
+    escalating = sorted((t for t in tasks if t.preempt.max_preemptions not in (None, 0)),
+                        key=lambda t: (-t.vcpus, -t.ram_mib, t.id))
+    for t in escalating:
+        if any(n.shape.reliable and n.shape.usable.holds(t.demand) and allowed_on(t, n.shape) for n in nodes):
+            continue
+        fix = _cheapest_reliable_fix(nodes, od_shapes, t.vcpus, t.ram_mib, t.instance_type)
+        if fix is None:
+            raise PlanningError(f"no on-demand instance type can hold task {t.id} once it escalates",
+                                source=t.id, field="preempt", binding_constraint="reliable capacity")
+        nodes = _apply_fix(nodes, fix)
+    if not any(n.shape.reliable for n in nodes):
+        fix = _cheapest_reliable_fix(nodes, od_shapes, 0, 0, None)
+        if fix is None:
+            raise PlanningError("the catalog has no on-demand type for the reliable node",
+                                binding_constraint="reliable capacity")
+        nodes = _apply_fix(nodes, fix)
+    return nodes
+
+
+def _apply_fix(nodes: list[PackedNode], fix: tuple[int | None, NodeShape]) -> list[PackedNode]:
+    i, s = fix
+    if i is None:
+        return nodes + [PackedNode(s, ())]
+    return nodes[:i] + [PackedNode(s, nodes[i].tasks)] + nodes[i + 1:]
+
+
+# ---------------------------------------------------------------- solving
+
+# (name, valuation, window head, window spread); the first ones are kept for big inputs.
+VARIANTS = (
+    ("bottleneck-16+64", "bottleneck", 16, 64),
+    ("dual-0+64", "dual", 0, 64),
+    ("bottleneck-8+32", "bottleneck", 8, 32),
+    ("dual-16+64", "dual", 16, 64),
+    ("dual-48", "dual", 48, 0),
+)
+
+
+def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int = 2,
+          bound: LowerBound | None = None) -> Solution:
+    """Pack every task at once; the cheapest of the strategies tried.
+
+    effort 1 runs the seeds' algorithm alone; effort 2 adds the look-ahead
+    variants (all of them up to 3,000 tasks; beyond, the first two without the seeds')."""
+    menu = menu_of(shapes)
+    shapes = menu.shapes
+    check_placeable(tasks, menu)
+    bound = bound or lower_bound(tasks, shapes)
+    prices = bound.prices
+    runs: list[tuple[str, list[TaskSpec], object]] = []
+    if effort < 2 or len(tasks) <= 3000:  # beyond that the look-ahead always wins: save the time
+        runs.append(("seeds", seeds_order(tasks, menu), seeds_chooser(menu)))
+    if effort >= 2:
+        valuations = {"dual": dual_values(tasks, prices), "bottleneck": bottleneck_values(tasks, menu)}
+        orders: dict[str, list[TaskSpec]] = {}
+        for name, valuation, head, spread in (VARIANTS if len(tasks) <= 3000 else VARIANTS[:2]):
+            values = valuations[valuation]
+            if valuation not in orders:
+                orders[valuation] = sorted(tasks, key=lambda t: (t.preempt.preemptible, t.instance_type is None,
+                                                                 -values[t.id], -t.vcpus, -t.ram_mib, t.id))
+            runs.append((name, orders[valuation], lookahead_chooser(menu, values, head, spread)))
+    best: Solution | None = None
+    for name, ordered, chooser in runs:
+        nodes = pack(ordered, shapes, prices, chooser)  # type: ignore[arg-type]
+        if effort >= 2:
+            attempts = len(nodes) if len(nodes) <= 2000 else 200
+            nodes = consolidate(nodes, shapes, prices, attempts)
+        nodes = right_size(nodes, menu)
+        nodes = ensure_reliable_capacity(nodes, shapes, tasks)
+        sol = Solution(tuple(nodes), name, bound)
+        if best is None or sol.usd_per_hour < best.usd_per_hour - 1e-9:
+            best = sol
+    assert best is not None
+    return best
+
+
+def sort_nodes(nodes: Sequence[PackedNode]) -> list[PackedNode]:
+    """A stable presentation order: on-demand first, then by type size and price."""
+    return sorted(nodes, key=lambda n: (n.shape.market is Market.SPOT, -n.shape.usable.vcpus,
+                                        -n.shape.usable.ram_mib, n.shape.name,
+                                        tuple(t.id for t in n.tasks)))

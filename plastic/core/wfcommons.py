@@ -1,0 +1,477 @@
+"""WfCommons (WfFormat) workflow traces -> a plastic `Workload`.
+
+Pure: takes the parsed JSON document, returns tasks with their demands, runtimes,
+dependencies and a preemption policy, or raises `TraceError` naming the field
+path (`workflow.specification.tasks[4].parents`).
+
+Two layouts are read, whatever the declared schema version:
+
+* schema 1.5 (and 1.6, structurally the same): `workflow.specification.tasks[]`
+  holds the DAG (`id`, `name`, `parents`, `children`, all references by `id`)
+  and `workflow.execution.tasks[]` the measurements (`runtimeInSeconds`,
+  `coreCount`, `avgCPU`, `memoryInBytes`, `command`), matched by `id`;
+* schema 1.4: one flat `workflow.tasks[]` carrying both, where `name` is the
+  task's identifier (parents and children refer to it), `cores` stands for
+  `coreCount`, and an optional `category` names the task's kind.
+
+The graph work (cycle check and depths) is Kahn's algorithm, iterative and
+O(V + E), so traces of tens of thousands of tasks load in milliseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from plastic.core.errors import TraceError
+from plastic.core.model import PREEMPTIBLE, RELIABLE, TaskSpec, Workload
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_SCHEMA_VERSIONS: tuple[str, ...] = ("1.4", "1.5", "1.6")
+PREEMPT_MODES: tuple[str, ...] = ("infer", "all", "none")
+
+_MIB = 1 << 20
+_LIMIT = 1e300  # numbers at or above this are refused (and could not be converted to float safely)
+# `blastall_ID000002`, `cpuhog_forkjoin_00000001`, `task_12` -> the part before the suffix.
+_INSTANCE_SUFFIX = re.compile(r"_(?:ID)?[0-9]+$")
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _show(value: object) -> str:
+    """A short one-line repr for messages."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long to print
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _schema_version(doc: Mapping[str, Any], *, source: str) -> str:
+    if "schemaVersion" not in doc:
+        raise TraceError("missing: not a WfCommons trace", source=source, field="schemaVersion")
+    raw = doc["schemaVersion"]
+    if isinstance(raw, str):
+        version = raw.strip()
+    elif isinstance(raw, int | float) and not isinstance(raw, bool):
+        version = str(raw)  # a bare number 1.5 in the JSON
+    else:
+        version = repr(raw)
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise TraceError(
+            f"unsupported schema version {_show(raw)} (supported: {', '.join(SUPPORTED_SCHEMA_VERSIONS)})",
+            source=source, field="schemaVersion",
+        )
+    return version
+
+
+def _task_list(container: Mapping[str, Any], key: str, *, source: str, field: str, allow_empty: bool) -> list[Any]:
+    if key not in container:
+        raise TraceError("missing list of tasks", source=source, field=field)
+    tasks = container[key]
+    if not isinstance(tasks, list):
+        raise TraceError(f"must be a list of tasks, got {_type_name(tasks)}", source=source, field=field)
+    if not tasks and not allow_empty:
+        raise TraceError("empty task list: nothing to plan", source=source, field=field)
+    return tasks
+
+
+def _bad_ref(ref: Any, *, kind: str, owner: str, source: str, field: str) -> TraceError:
+    if not isinstance(ref, str):
+        return TraceError(f"must list task id strings, got {_show(ref)}", source=source, field=field)
+    return TraceError(f"{kind} {_show(ref)} of task {_show(owner)} does not exist", source=source, field=field)
+
+
+def _number_or_error(value: Any, *, source: str, field: str, what: str) -> float:
+    """The slow path of the numeric checks: a finite number >= 0, or a TraceError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TraceError(f"must be a number ({what}), got {_type_name(value)} {_show(value)}", source=source, field=field)
+    if value < 0:
+        raise TraceError(f"negative {what}: {_show(value)}", source=source, field=field)
+    if not value < _LIMIT:  # also NaN and infinity
+        raise TraceError(f"{what} out of range: {_show(value)}", source=source, field=field)
+    return value
+
+
+def _program(record: Mapping[str, Any] | None) -> str | None:
+    if record is None:
+        return None
+    command = record.get("command")
+    if isinstance(command, Mapping):
+        program = command.get("program")
+        if isinstance(program, str) and program.strip():
+            return program.strip()
+    return None
+
+
+def _category(spec: Mapping[str, Any], measured: Mapping[str, Any] | None) -> str | None:
+    """The task's kind: `category`, else its name without an instance number, else its program."""
+    for record in (spec, measured):
+        if record is not None:
+            category = record.get("category")
+            if isinstance(category, str) and category.strip():
+                return category.strip()
+    name = spec.get("name")
+    if isinstance(name, str):
+        stem = _INSTANCE_SUFFIX.sub("", name.strip())
+        if stem:
+            return stem
+    return _program(measured) or _program(spec)
+
+
+class _Read:
+    """The tasks as read, in parallel lists, before the graph is checked."""
+
+    __slots__ = ("prefix", "exec_prefix", "ids", "index", "specs", "measured", "measured_at", "parents", "children")
+
+    def __init__(self, prefix: str, exec_prefix: str):
+        self.prefix = prefix            # field path of the task list
+        self.exec_prefix = exec_prefix  # field path of the list holding the measurements
+        self.ids: list[str] = []
+        self.index: dict[str, int] = {}  # task id (and 1.4 `id` aliases) -> position
+        self.specs: list[Mapping[str, Any]] = []
+        self.measured: list[Mapping[str, Any] | None] = []
+        self.measured_at: list[int] = []  # position of the measurement record, -1 when none
+        self.parents: list[Any] = []
+        self.children: list[Any] = []
+
+    def field(self, i: int) -> str:
+        return f"{self.prefix}[{i}]"
+
+    def measured_field(self, i: int) -> str:
+        return f"{self.exec_prefix}[{self.measured_at[i]}]"
+
+
+def _mapping_or_error(value: Any, *, source: str, field: str) -> Mapping[str, Any]:
+    if type(value) is not dict and not isinstance(value, Mapping):
+        raise TraceError(f"must be a mapping, got {_type_name(value)}", source=source, field=field)
+    return value
+
+
+def _refs_or_error(value: Any, *, source: str, field: str) -> Any:
+    if value is None:
+        return ()
+    if type(value) is not list and not isinstance(value, list | tuple):
+        raise TraceError(f"must be a list of task ids, got {_type_name(value)}", source=source, field=field)
+    return value
+
+
+def _read_tasks(tasks: list[Any], read: _Read, *, key: str, source: str) -> None:
+    """Common reading of a task list: identifier, uniqueness, parents and children lists."""
+    index = read.index
+    ids, specs, parents, children = read.ids, read.specs, read.parents, read.children
+    for i, task in enumerate(tasks):
+        if type(task) is not dict:
+            _mapping_or_error(task, source=source, field=read.field(i))
+        k = key if key in task else "id"
+        task_id = task.get(k)
+        if type(task_id) is not str or not task_id:
+            if k not in task:
+                raise TraceError(f"missing task {key}", source=source, field=f"{read.field(i)}.{key}")
+            if not isinstance(task_id, str) or not task_id:
+                raise TraceError(f"must be a non-empty task id string, got {_show(task_id)}",
+                                 source=source, field=f"{read.field(i)}.{k}")
+        if task_id in index:
+            raise TraceError(f"duplicate task id {_show(task_id)} (first at {read.field(index[task_id])})",
+                             source=source, field=f"{read.field(i)}.{k}")
+        index[task_id] = i
+        ids.append(task_id)
+        specs.append(task)
+        p = task.get("parents")
+        parents.append(p if type(p) is list else _refs_or_error(p, source=source, field=f"{read.field(i)}.parents"))
+        c = task.get("children")
+        children.append(c if type(c) is list else _refs_or_error(c, source=source, field=f"{read.field(i)}.children"))
+
+
+def _read_split_layout(workflow: Mapping[str, Any], *, source: str) -> _Read:
+    """Schema 1.5/1.6: DAG under `specification`, measurements under `execution`, matched by id."""
+    spec = _mapping_or_error(workflow["specification"], source=source, field="workflow.specification")
+    tasks = _task_list(spec, "tasks", source=source, field="workflow.specification.tasks", allow_empty=False)
+    read = _Read("workflow.specification.tasks", "workflow.execution.tasks")
+    _read_tasks(tasks, read, key="id", source=source)
+    n = len(read.ids)
+    read.measured = [None] * n
+    read.measured_at = [-1] * n
+
+    execution = workflow.get("execution")
+    if execution is None:
+        return read
+    execution = _mapping_or_error(execution, source=source, field="workflow.execution")
+    records = _task_list(execution, "tasks", source=source, field="workflow.execution.tasks", allow_empty=True)
+    index, measured, measured_at = read.index, read.measured, read.measured_at
+    for j, record in enumerate(records):
+        if type(record) is not dict:
+            _mapping_or_error(record, source=source, field=f"workflow.execution.tasks[{j}]")
+        task_id = record.get("id")
+        i = index.get(task_id) if type(task_id) is str else None
+        if i is None:
+            field = f"workflow.execution.tasks[{j}].id"
+            if "id" not in record:
+                raise TraceError("missing task id", source=source, field=field)
+            if not isinstance(task_id, str) or not task_id:
+                raise TraceError(f"must be a non-empty task id string, got {_show(task_id)}", source=source, field=field)
+            raise TraceError(f"task id {_show(task_id)} is not in workflow.specification.tasks", source=source, field=field)
+        if measured_at[i] >= 0:
+            raise TraceError(f"duplicate execution record for task {_show(task_id)} (first at {read.measured_field(i)})",
+                             source=source, field=f"workflow.execution.tasks[{j}].id")
+        measured[i] = record
+        measured_at[i] = j
+    return read
+
+
+def _read_flat_layout(workflow: Mapping[str, Any], *, source: str) -> _Read:
+    """Schema 1.4: one `workflow.tasks` list; `name` identifies a task, its `id` is an alias."""
+    tasks = _task_list(workflow, "tasks", source=source, field="workflow.tasks", allow_empty=False)
+    read = _Read("workflow.tasks", "workflow.tasks")
+    _read_tasks(tasks, read, key="name", source=source)
+    read.measured = list(read.specs)
+    read.measured_at = list(range(len(read.ids)))
+    # A task's `id` may stand for it in parents/children when it names no other task.
+    aliases: dict[str, int] = {}
+    ambiguous: set[str] = set()
+    for i, task in enumerate(read.specs):
+        alias = task.get("id")
+        if type(alias) is str and alias and alias not in read.index:
+            if alias in aliases:
+                ambiguous.add(alias)
+            aliases[alias] = i
+    for alias in ambiguous:
+        del aliases[alias]
+    read.index.update(aliases)
+    return read
+
+
+def _graph(read: _Read, *, source: str) -> tuple[list[list[int]], list[int]]:
+    """Parents (as positions, deduplicated, in order of first mention) and depths; checks the DAG."""
+    n = len(read.ids)
+    index, ids = read.index, read.ids
+    parents: list[list[int]] = [[] for _ in range(n)]
+    # Own `parents` lists first, then edges known only from a `children` list.
+    for i in range(n):
+        refs = read.parents[i]
+        if refs:
+            mine = parents[i]
+            for ref in refs:
+                j = index.get(ref) if type(ref) is str else None
+                if j is None:
+                    raise _bad_ref(ref, kind="parent", owner=ids[i], source=source,
+                                   field=f"{read.field(i)}.parents")
+                mine.append(j)
+    for i in range(n):
+        refs = read.children[i]
+        if refs:
+            for ref in refs:
+                k = index.get(ref) if type(ref) is str else None
+                if k is None:
+                    raise _bad_ref(ref, kind="child", owner=ids[i], source=source,
+                                   field=f"{read.field(i)}.children")
+                parents[k].append(i)
+
+    children: list[list[int]] = [[] for _ in range(n)]
+    indegree = [0] * n
+    for i in range(n):
+        ps = parents[i]
+        if not ps:
+            continue
+        if len(ps) > 1:
+            parents[i] = ps = list(dict.fromkeys(ps))
+        if i in ps:
+            raise TraceError(f"dependency cycle: task {_show(ids[i])} depends on itself",
+                             source=source, field=f"{read.field(i)}.parents")
+        indegree[i] = len(ps)
+        for j in ps:
+            children[j].append(i)
+
+    depth = [0] * n
+    ready = deque(i for i in range(n) if not indegree[i])
+    done = 0
+    while ready:
+        i = ready.popleft()
+        done += 1
+        below = depth[i] + 1
+        for c in children[i]:
+            if depth[c] < below:
+                depth[c] = below
+            indegree[c] -= 1
+            if not indegree[c]:
+                ready.append(c)
+    if done < n:
+        _raise_cycle(read, parents, indegree, source=source)
+    return parents, depth
+
+
+def _raise_cycle(read: _Read, parents: list[list[int]], indegree: list[int], *, source: str) -> None:
+    """Name a cycle among the tasks Kahn's algorithm could not order.
+
+    Each of them still has an unordered parent, so walking from a task to an
+    unordered parent must come back to a task already seen: that loop is a cycle.
+    """
+    start = next(i for i in range(len(indegree)) if indegree[i] > 0)
+    position: dict[int, int] = {}
+    walk: list[int] = []
+    node = start
+    while node not in position:
+        position[node] = len(walk)
+        walk.append(node)
+        node = next(p for p in parents[node] if indegree[p] > 0)
+    loop = walk[position[node]:]
+    loop.reverse()  # parent -> child order
+    first = loop.index(min(loop))  # start at the task listed first in the trace
+    loop = loop[first:] + loop[:first]
+    names = [_show(read.ids[i]) for i in loop]
+    shown = names if len(names) <= 8 else [*names[:8], "..."]
+    first = loop[0]
+    raise TraceError(
+        f"dependency cycle through task {_show(read.ids[first])}: {' -> '.join(shown)} -> {names[0]}",
+        source=source, field=f"{read.field(first)}.parents",
+    )
+
+
+def workload_from_wfcommons(
+    doc: object,
+    *,
+    source: str,
+    default_ram_mib: int = 1024,
+    preempt_mode: str = "infer",
+) -> Workload:
+    """Read a parsed WfCommons trace (schema 1.4, 1.5 or 1.6) into a `Workload`.
+
+    * vcpus: `coreCount` (1.4: `cores`) rounded up, else ceil(avgCPU / 100), at least 1;
+    * ram_mib: ceil(memoryInBytes / 2**20), else `default_ram_mib`;
+    * runtime_s: `runtimeInSeconds` (None when absent);
+    * parents: the union of every `parents` and `children` list;
+    * preempt: `"all"` preemptible, `"none"` reliable, `"infer"` preemptible
+      exactly when another task of the same category sits at the same DAG depth
+      (functional replication: a lost replica is cheap to redo).
+
+    Every fallback taken is stated in `Workload.assumptions`.
+    """
+    if preempt_mode not in PREEMPT_MODES:
+        raise ValueError(f"preempt_mode must be one of {', '.join(PREEMPT_MODES)}, got {preempt_mode!r}")
+    if isinstance(default_ram_mib, bool) or not isinstance(default_ram_mib, int) or default_ram_mib < 1:
+        raise ValueError(f"default_ram_mib must be an integer >= 1, got {default_ram_mib!r}")
+    if not isinstance(doc, Mapping):
+        raise TraceError(
+            f"not a WfCommons trace: expected a JSON object with schemaVersion and workflow, got {_type_name(doc)}",
+            source=source,
+        )
+    version = _schema_version(doc, source=source)
+    workflow = doc.get("workflow")
+    if not isinstance(workflow, Mapping):
+        what = "missing" if workflow is None else f"must be a mapping, got {_type_name(workflow)}"
+        raise TraceError(f"{what}: not a WfCommons trace", source=source, field="workflow")
+    if "specification" in workflow:
+        read = _read_split_layout(workflow, source=source)
+    elif "tasks" in workflow:
+        read = _read_flat_layout(workflow, source=source)
+    else:
+        raise TraceError("missing (no task list under workflow): not a WfCommons trace",
+                         source=source, field="workflow.specification")
+
+    parents, depth = _graph(read, source=source)
+
+    n = len(read.ids)
+    vcpus_list = [1] * n
+    ram_list = [default_ram_mib] * n
+    runtimes: list[float | None] = [None] * n
+    from_avg_cpu = no_cpu = no_ram = no_runtime = 0
+    limit = _LIMIT
+    for i, record in enumerate(read.measured):
+        if record is None:
+            no_cpu += 1
+            no_ram += 1
+            no_runtime += 1
+            continue
+        # Fast path: plain int/float in range; anything else goes to the checking slow path.
+        runtime = record.get("runtimeInSeconds")
+        if runtime is None:
+            no_runtime += 1
+        else:
+            if not ((type(runtime) is float or type(runtime) is int) and 0 <= runtime < limit):
+                runtime = _number_or_error(runtime, source=source, what="runtime in seconds",
+                                           field=f"{read.measured_field(i)}.runtimeInSeconds")
+            runtimes[i] = float(runtime)
+        key = "coreCount"
+        cores = record.get(key)
+        if cores is None:
+            key = "cores"
+            cores = record.get(key)
+        if cores is not None:
+            if not ((type(cores) is int or type(cores) is float) and 0 <= cores < limit):
+                cores = _number_or_error(cores, source=source, what="core count",
+                                         field=f"{read.measured_field(i)}.{key}")
+            if type(cores) is not int:
+                cores = math.ceil(cores)
+            vcpus_list[i] = cores if cores > 1 else 1
+        avg_cpu = record.get("avgCPU")
+        if avg_cpu is not None and not ((type(avg_cpu) is float or type(avg_cpu) is int) and 0 <= avg_cpu < limit):
+            avg_cpu = _number_or_error(avg_cpu, source=source, what="CPU utilisation in %",
+                                       field=f"{read.measured_field(i)}.avgCPU")
+        if cores is None:
+            if avg_cpu is not None:
+                vcpus_list[i] = max(1, math.ceil(avg_cpu / 100))
+                from_avg_cpu += 1
+            else:
+                no_cpu += 1
+        memory = record.get("memoryInBytes")
+        if memory is not None and not ((type(memory) is int or type(memory) is float) and 0 <= memory < limit):
+            memory = _number_or_error(memory, source=source, what="memory in bytes",
+                                      field=f"{read.measured_field(i)}.memoryInBytes")
+        if memory:  # absent, or 0 (not measured)
+            ram_list[i] = -(-memory // _MIB) if type(memory) is int else max(1, math.ceil(memory / _MIB))
+        else:
+            no_ram += 1
+
+    if preempt_mode == "all":
+        preempts = [PREEMPTIBLE] * n
+    elif preempt_mode == "none":
+        preempts = [RELIABLE] * n
+    else:
+        measured = read.measured
+        keys = []
+        strip_suffix = _INSTANCE_SUFFIX.sub
+        for i, spec in enumerate(read.specs):
+            name = spec.get("name")
+            if type(name) is str and "category" not in spec and (measured[i] is None or "category" not in measured[i]):
+                category = strip_suffix("", name.strip()) or _category(spec, measured[i])  # the usual case
+            else:
+                category = _category(spec, measured[i])
+            keys.append((category, depth[i]))
+        counts: dict[tuple[str | None, int], int] = {}
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+        preempts = [PREEMPTIBLE if key[0] is not None and counts[key] > 1 else RELIABLE for key in keys]
+
+    ids = read.ids
+    # Positional for speed (thousands of tasks): id, vcpus, ram_mib, preempt, runtime_s, instance_type, parents.
+    tasks = tuple([
+        TaskSpec(ids[i], vcpus_list[i], ram_list[i], preempts[i], runtimes[i], None,
+                 tuple([ids[j] for j in parents[i]]) if parents[i] else ())
+        for i in range(n)
+    ])
+
+    assumptions: list[str] = []
+    if from_avg_cpu:
+        assumptions.append(f"vcpus of {from_avg_cpu} of {n} tasks derived from avgCPU as ceil(avgCPU / 100): "
+                           "no core count recorded.")
+    if no_cpu:
+        assumptions.append(f"vcpus of {no_cpu} of {n} tasks unknown: assumed 1 vCPU.")
+    if no_ram:
+        assumptions.append(f"ram of {no_ram} of {n} tasks unknown: assumed {default_ram_mib} MiB.")
+    if no_runtime:
+        assumptions.append(f"runtime of {no_runtime} of {n} tasks unknown: left unset.")
+    if preempt_mode == "infer":
+        count = sum(1 for p in preempts if p is PREEMPTIBLE)
+        assumptions.append(
+            f"preempt inferred from replicated categories: {count} of {n} tasks preemptible "
+            "(another task of the same category at the same DAG depth)."
+        )
+    log.debug("%s: %d tasks, schema %s, %d assumptions", source, n, version, len(assumptions))
+    return Workload(tasks=tasks, assumptions=tuple(assumptions), source=source)

@@ -1,0 +1,1 @@
+"""Reading annotated CWL through cwltool's loader."""

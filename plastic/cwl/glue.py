@@ -1,0 +1,259 @@
+"""The glue between plastic and cwltool.
+
+* registers `plastic:Plasticity` with cwltool the way cwltool registers its
+  own extensions (`cwltool.process.use_custom_schema` plus
+  `cwltool.process.supportedProcessRequirements`), so the class is valid under
+  `requirements:` as well as under `hints:`;
+* keeps cwltool and schema-salad quiet unless plastic runs with -v;
+* loads a document into a cwltool `Process`;
+* turns cwltool's and schema-salad's multi-line errors into one-line
+  `WorkflowError`s.
+
+cwltool is imported lazily by the callers of this module (plastic.cwl.loader),
+never at plastic's start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cwltool.context import LoadingContext
+from cwltool.process import Process
+from schema_salad.exceptions import SchemaSaladException
+
+from plastic.core.annotations import PLASTIC_NAMESPACE, PLASTICITY_CLASS
+from plastic.core.errors import WorkflowError
+
+log = logging.getLogger(__name__)
+
+#: The name under which the extension schema is handed to cwltool.
+SCHEMA_NAME = "https://w3id.org/plastic/cwl-extension.yml"
+#: The CWL versions plastic reads.
+CWL_VERSIONS = ("v1.0", "v1.1", "v1.2")
+
+_LOOSE = ["null", "Any"]  # value checks are plastic's (parse_plasticity), not schema-salad's
+
+
+def _schema_text() -> str:
+    schema = {
+        "$base": PLASTIC_NAMESPACE,
+        "$namespaces": {"cwl": "https://w3id.org/cwl/cwl#", "plastic": PLASTIC_NAMESPACE},
+        "$graph": [
+            {"$import": "https://w3id.org/cwl/CommonWorkflowLanguage.yml"},
+            {
+                "name": "Plasticity",
+                "type": "record",
+                "inVocab": False,
+                "extends": "cwl:ProcessRequirement",
+                "doc": "How a step may be placed on a hybrid cloud of on-demand and spot nodes.",
+                "fields": [
+                    {"name": "class", "type": "string",
+                     "jsonldPredicate": {"_id": "@type", "_type": "@vocab"}},
+                    {"name": "vcpus", "type": _LOOSE, "doc": "Whole vCPUs (int >= 1)."},
+                    {"name": "vram", "type": _LOOSE, "doc": "MiB of RAM (int >= 1)."},
+                    {"name": "preempt", "type": _LOOSE,
+                     "doc": "true, false, or N >= 0 preemptions before moving to on-demand."},
+                    {"name": "instanceType", "type": _LOOSE, "doc": "Pin an instance type."},
+                ],
+            },
+        ],
+    }
+    return json.dumps(schema)
+
+
+_SCHEMA_TEXT = _schema_text()
+
+
+def ensure_extension_registered() -> None:
+    """Make cwltool accept `plastic:Plasticity` under `hints:` and `requirements:`.
+
+    Idempotent; called before every load because cwltool's own main() resets
+    custom schemas when it runs in the same process.
+    """
+    from cwltool import process
+
+    for version in CWL_VERSIONS:
+        if process.custom_schemas.get(version) != (SCHEMA_NAME, _SCHEMA_TEXT):
+            process.use_custom_schema(version, SCHEMA_NAME, _SCHEMA_TEXT)
+    if PLASTICITY_CLASS not in process.supportedProcessRequirements:
+        process.supportedProcessRequirements.append(PLASTICITY_CLASS)
+
+
+_NOISY_LOGGERS = ("cwltool", "cwltool.validation_warnings", "salad", "cwl_utils", "rdflib")
+
+
+@contextmanager
+def quiet_cwltool() -> Iterator[None]:
+    """Silence cwltool/schema-salad logging unless plastic logs at INFO (-v) or finer."""
+    if logging.getLogger("plastic").isEnabledFor(logging.INFO):
+        yield
+        return
+    saved = {name: logging.getLogger(name).level for name in _NOISY_LOGGERS}
+    for name in _NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def new_loading_context() -> LoadingContext:
+    from cwltool.workflow import default_make_tool
+
+    lc = LoadingContext()
+    lc.construct_tool_object = default_make_tool
+    lc.disable_js_validation = True  # expressions are checked when plastic evaluates them
+    return lc
+
+
+def display_path(location: str) -> str:
+    """A file URI or path as the user would type it: relative under the cwd, else absolute."""
+    path = location
+    if location.startswith("file://"):
+        path = urllib.parse.unquote(urllib.parse.urlsplit(location).path)
+    path = path.split("#", 1)[0]
+    absolute = os.path.abspath(path)
+    cwd = os.getcwd()
+    if absolute == cwd or absolute.startswith(cwd + os.sep):
+        return os.path.relpath(absolute, cwd)
+    return absolute
+
+
+def load_process(path: str) -> Process:
+    """Load, validate and update a CWL document with cwltool."""
+    from cwltool.load_tool import load_tool
+
+    if not os.path.exists(path):
+        raise WorkflowError("no such file", source=path, field="file")
+    if os.path.isdir(path):
+        raise WorkflowError("is a directory, not a CWL document", source=path, field="file")
+    ensure_extension_registered()
+    try:
+        return load_tool(os.path.abspath(path), new_loading_context())
+    except StopIteration:
+        raise WorkflowError("empty document", source=path, field="document") from None
+    except Exception as exc:  # noqa: BLE001 - cwltool raises many kinds; all mean "bad document"
+        raise to_workflow_error(exc, default_source=path) from exc
+
+
+# --- one-line errors -------------------------------------------------------------------------
+
+_LOCATION = re.compile(r"^(?P<file>[^\s:][^:]*?):(?P<line>\d+):(?P<col>\d+):\s?(?P<rest>.*)$")
+_FIELD_PATTERNS = (
+    re.compile(r"invalid field '([^']+)'"),
+    re.compile(r"[Ff]ield '([^']+)'"),
+    re.compile(r"checking field '([^']+)'"),
+    re.compile(r"the '([^']+)' field is not valid"),
+    re.compile(r"Validation error in field (\w+)"),
+    re.compile(r"[Ii]nput parameter '([^']+)'"),
+    re.compile(r"missing required field '([^']+)'"),
+    re.compile(r"^the `([^`]+)` field is not valid"),
+)
+_MAX_MESSAGE = 300
+
+
+def _field_in(message: str) -> str | None:
+    for pattern in _FIELD_PATTERNS:
+        m = pattern.search(message)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _squash(text: str) -> str:
+    """Collapse the lines of a message into one, dropping location prefixes and noise."""
+    parts = []
+    for raw in str(text).splitlines():
+        line = raw.strip()
+        m = _LOCATION.match(line)
+        if m:
+            line = m.group("rest").strip()
+        line = re.sub(r"^\(\d+\) \([^)]*\) ", "", line)  # schema-salad's "(loader id) (uri)"
+        if line:
+            parts.append(line)
+    message = " ".join(parts)
+    message = re.sub(r"\s+", " ", message).strip()
+    if len(message) > _MAX_MESSAGE:
+        message = message[: _MAX_MESSAGE - 1].rstrip() + "…"
+    return message
+
+
+def _path_to_best_leaf(exc: SchemaSaladException) -> list[SchemaSaladException]:
+    """The chain root -> leaf ending at the leaf with the deepest source position."""
+    best: tuple[tuple[int, int], list[SchemaSaladException]] | None = None
+
+    def visit(node: SchemaSaladException, chain: list[SchemaSaladException]) -> None:
+        nonlocal best
+        chain = chain + [node]
+        if not node.children:
+            if not str(node.message).strip():
+                return
+            pos = node.start or (0, 0)
+            key = (pos[0], pos[1])  # the deepest position; the first leaf among equals
+            if best is None or key > best[0]:
+                best = (key, chain)
+            return
+        for child in node.children:
+            visit(child, chain)
+
+    visit(exc, [])
+    return best[1] if best else [exc]
+
+
+def to_workflow_error(exc: BaseException, *, default_source: str, default_field: str = "cwl") -> WorkflowError:
+    """Condense a cwltool/schema-salad exception into one WorkflowError line."""
+    if isinstance(exc, WorkflowError):
+        return exc
+    text = str(exc)
+    if "Supported versions are" in text or "not a recognized CWL version" in text \
+            or "Unrecognized version" in text:
+        return WorkflowError(f"unsupported CWL version (plastic reads {', '.join(CWL_VERSIONS)})",
+                             source=default_source, field="cwlVersion")
+    if isinstance(exc, ValueError) and "must be a dict" in text:
+        return WorkflowError("not a CWL document (expected a mapping at the top level)",
+                             source=default_source, field="document")
+    source = default_source
+    field: str | None = None
+    message = ""
+    if isinstance(exc, SchemaSaladException) and exc.children:
+        chain = _path_to_best_leaf(exc)
+        leaf = chain[-1]
+        message = _squash(leaf.detailed_message or leaf.message)
+        for node in chain:
+            found = _field_in(str(node.message))
+            if found:
+                field = found
+        if leaf.file:
+            source = display_path(leaf.file)
+            if leaf.start:
+                source = f"{source}:{leaf.start[0]}:{leaf.start[1]}"
+    else:
+        locations = [m for m in (_LOCATION.match(line.strip()) for line in text.splitlines()) if m]
+        if locations:
+            last = locations[-1]
+            source = f"{display_path(last.group('file'))}:{last.group('line')}:{last.group('col')}"
+        message = _squash(text)
+        for line in text.splitlines():
+            found = _field_in(line)
+            if found:
+                field = found
+    if not message:
+        message = type(exc).__name__
+    return WorkflowError(message, source=source, field=field or default_field)
+
+
+def as_plain(value: Any) -> Any:
+    """ruamel CommentedMap/Seq (and nested) -> plain dict/list, for JSON and comparison."""
+    if isinstance(value, dict):
+        return {str(k): as_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [as_plain(v) for v in value]
+    return value

@@ -1,0 +1,32 @@
+"""Writing output files whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from plastic.core.errors import InputError
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: never a half-written file."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError("directory does not exist", source=str(path), field="-o")
+    if str(target) in ("/dev/null", "/dev/stdout", "/dev/stderr"):
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

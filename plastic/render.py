@@ -1,0 +1,66 @@
+"""Turning a plan into text for people (rich tables) or machines (JSON, YAML)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from plastic.core.plan import Plan, plan_to_json
+
+
+def plan_as_json(plan: Plan) -> str:
+    return json.dumps(plan_to_json(plan), indent=2) + "\n"
+
+
+def plan_as_yaml(plan: Plan) -> str:
+    import yaml
+
+    return yaml.safe_dump(plan_to_json(plan), sort_keys=False, default_flow_style=False)
+
+
+def plan_as_table(plan: Plan, *, width: int = 110) -> str:
+    """Clusters, types, counts, $/h, savings against all on-demand, distance to the lower bound."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=width, record=True, file=_NullFile(), force_terminal=False, color_system=None)
+    table = Table(title=f"plastic plan ({plan.mode}, {len(plan.tasks)} tasks)", title_justify="left")
+    for col, just in (("cluster", "left"), ("instance type", "left"), ("market", "left"), ("nodes", "right"),
+                      ("vcpus/node", "right"), ("MiB/node", "right"), ("tasks", "right"),
+                      ("$/h", "right"), ("interruption", "left")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for c in plan.clusters:
+        members = [n for n in plan.nodes if n.cluster == c.name]
+        band = members[0].spot_interruption_band or ("-" if c.market.value == "on-demand" else "?")
+        table.add_row(c.name, c.instance_type, c.market.value, str(c.count), str(members[0].capacity.vcpus),
+                      str(members[0].capacity.ram_mib), str(sum(len(n.task_ids) for n in members)),
+                      f"{c.usd_per_hour:.4f}", band)
+    console.print(table)
+    lines = [
+        f"cost:                {plan.cost_per_hour:.4f} $/h",
+        f"same nodes on-demand: {plan.on_demand_cost_per_hour:.4f} $/h "
+        f"(savings {100 * plan.savings_vs_on_demand:.1f}%)",
+        f"lower bound (LP):    {plan.lower_bound_per_hour:.4f} $/h "
+        f"(plan is {100 * (plan.ratio_to_lower_bound - 1):.1f}% above it)",
+    ]
+    if plan.budget_usd_per_hour is not None:
+        lines.append(f"budget:              {plan.budget_usd_per_hour:.4f} $/h")
+    if plan.strategy:
+        lines.append(f"strategy:            {plan.strategy}")
+    for a in plan.assumptions:
+        lines.append(f"assumed: {a}")
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+    return console.export_text()
+
+
+class _NullFile:
+    def write(self, _: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2) + "\n"
