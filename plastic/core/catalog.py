@@ -39,6 +39,13 @@ def _show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _key(key: object) -> str:
+    """A mapping key as a field path element: plain names as they are, anything odd quoted."""
+    if isinstance(key, str) and key and key.isprintable() and not any(c.isspace() for c in key):
+        return key
+    return _show(key)
+
+
 def _positive_int(value: Any, *, source: str, field: str) -> int:
     """An integer >= 1; a float is accepted only when it is integral (2.0), a bool never."""
     ok = False
@@ -100,7 +107,7 @@ def _instance_type(entry: Any, *, source: str, field: str) -> InstanceType:
         if key not in _ENTRY_KEYS:
             raise CatalogError(
                 f"unknown field (expected one of {', '.join(_ENTRY_KEYS)})",
-                source=source, field=f"{field}.{key}",
+                source=source, field=f"{field}.{_key(key)}",
             )
     for key in _REQUIRED:
         if key not in entry:
@@ -159,7 +166,7 @@ def catalog_from_mapping(data: object, *, source: str) -> Catalog:
         if key not in _TOP_KEYS:
             raise CatalogError(
                 f"unknown top-level key (expected one of {', '.join(_TOP_KEYS)})",
-                source=source, field=str(key),
+                source=source, field=_key(key),
             )
     meta: dict[str, str] = {}
     for key in ("source", "region"):

@@ -1,0 +1,237 @@
+"""`plastic plan` as a user runs it: a real process, real files, exit codes and stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+TRACE = DATA / "tiny-trace.json"
+WFINSTANCES = REPO.parent / "shared" / "data" / "wfinstances"
+SCATTER = REPO / "cwl-examples" / "scatter-gather"
+
+
+def plastic(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "plastic.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or REPO, timeout=120)
+
+
+def plan_json(*args: str) -> dict:
+    res = plastic("plan", *args, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+# ---------------------------------------------------------------- the plan JSON
+
+def test_concurrent_plan_places_every_task_exactly_once_within_capacity():
+    doc = plan_json(str(TRACE), "--concurrent")
+    assert doc["schema"] == "plastic.plan/v1"
+    ids = [tid for node in doc["nodes"] for tid in node["tasks"]]
+    assert sorted(ids) == sorted(t["id"] for t in doc["tasks"])
+    assert len(ids) == len(set(ids)) == 5
+    tasks = {t["id"]: t for t in doc["tasks"]}
+    for node in doc["nodes"]:
+        assert sum(tasks[i]["vcpus"] for i in node["tasks"]) <= node["capacity"]["vcpus"]
+        assert sum(tasks[i]["ram_mib"] for i in node["tasks"]) <= node["capacity"]["ram_mib"]
+        for i in node["tasks"]:
+            if tasks[i]["preempt"] is False:
+                assert node["market"] == "on-demand"
+    assert any(n["market"] == "on-demand" for n in doc["nodes"])
+    assert doc["cost_per_hour"] == pytest.approx(sum(n["usd_per_hour"] for n in doc["nodes"]), abs=1e-5)
+    assert doc["lower_bound_per_hour"] <= doc["cost_per_hour"] + 1e-9
+    assert doc["on_demand_cost_per_hour"] >= doc["cost_per_hour"]
+
+
+def test_trace_rules_reach_the_plan():
+    doc = plan_json(str(TRACE), "--concurrent")
+    tasks = {t["id"]: t for t in doc["tasks"]}
+    assert tasks["work_2"] == {**tasks["work_2"], "vcpus": 2, "ram_mib": 2048, "runtime_s": 30}
+    assert tasks["merge_5"]["vcpus"] == 4 and tasks["merge_5"]["ram_mib"] == 4096
+    # replicated "work" tasks are inferred preemptible, the lone split and merge reliable
+    assert tasks["work_3"]["preempt"] is True
+    assert tasks["split_1"]["preempt"] is False and tasks["merge_5"]["preempt"] is False
+
+
+def test_waves_plan_is_no_dearer_than_concurrent_and_says_so():
+    waves = plan_json(str(TRACE))
+    concurrent = plan_json(str(TRACE), "--concurrent")
+    assert waves["mode"] == "waves"
+    assert waves["cost_per_hour"] <= concurrent["cost_per_hour"] + 1e-9
+    assert any("waves" in a for a in waves["assumptions"])
+    ids = [tid for node in waves["nodes"] for tid in node["tasks"]]
+    assert sorted(ids) == sorted(t["id"] for t in waves["tasks"])
+
+
+def test_preempt_none_is_all_on_demand_and_all_is_cheaper():
+    none = plan_json(str(TRACE), "--concurrent", "--preempt", "none")
+    every = plan_json(str(TRACE), "--concurrent", "--preempt", "all")
+    assert all(n["market"] == "on-demand" for n in none["nodes"])
+    assert every["cost_per_hour"] < none["cost_per_hour"]
+    assert any(n["market"] == "on-demand" for n in every["nodes"])  # the reliable node stays
+
+
+def test_yaml_and_table_formats(tmp_path):
+    out = tmp_path / "plan.yaml"
+    res = plastic("plan", TRACE, "--format", "yaml", "-o", out)
+    assert res.returncode == 0, res.stderr
+    import yaml
+
+    assert yaml.safe_load(out.read_text())["schema"] == "plastic.plan/v1"
+    table = plastic("plan", TRACE)
+    assert table.returncode == 0
+    for word in ("cluster", "core", "savings", "lower bound"):
+        assert word in table.stdout
+
+
+def test_budget_limits_the_plan_or_says_what_binds():
+    full = plan_json(str(TRACE), "--concurrent")
+    cheapest = full["cost_per_hour"] * 0.6
+    limited = plastic("plan", TRACE, "--concurrent", "--budget-per-hour", f"{cheapest:.4f}", "--format", "json")
+    if limited.returncode == 0:
+        doc = json.loads(limited.stdout)
+        assert doc["mode"] == "budget"
+        assert doc["cost_per_hour"] <= cheapest + 1e-6
+        ids = [tid for node in doc["nodes"] for tid in node["tasks"]]
+        assert sorted(ids) == sorted(t["id"] for t in doc["tasks"])
+    else:
+        assert_one_line_error(limited, "budget")
+    res = plastic("plan", TRACE, "--budget-per-hour", "0.01")
+    assert_one_line_error(res, "--budget-per-hour", "cheapest feasible plan")
+
+
+def test_reserve_shrinks_capacity():
+    doc = plan_json(str(TRACE), "--concurrent", "--reserve-vcpus", "1", "--reserve-ram-mib", "512")
+    for node in doc["nodes"]:
+        assert node["capacity"]["vcpus"] < 16 or node["instance_type"].endswith("4xlarge")
+    c5_large = [n for n in doc["nodes"] if n["instance_type"] == "c5.large"]
+    for n in c5_large:
+        assert n["capacity"] == {"vcpus": 1, "ram_mib": 3584}
+
+
+def test_output_file_written_atomically(tmp_path):
+    out = tmp_path / "plan.json"
+    res = plastic("plan", TRACE, "--format", "json", "-o", out)
+    assert res.returncode == 0 and res.stdout == ""
+    assert json.loads(out.read_text())["schema"] == "plastic.plan/v1"
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+
+
+@pytest.mark.skipif(not WFINSTANCES.is_dir(), reason="shared WfCommons traces not present")
+def test_real_trace_ids_are_kept():
+    doc = plan_json(str(WFINSTANCES / "montage-chameleon-2mass-01d-001.json"), "--concurrent")
+    src = json.loads((WFINSTANCES / "montage-chameleon-2mass-01d-001.json").read_text())
+    want = {t["id"] for t in src["workflow"]["specification"]["tasks"]}
+    assert {t["id"] for t in doc["tasks"]} == want
+    assert sorted(i for n in doc["nodes"] for i in n["tasks"]) == sorted(want)
+
+
+@pytest.mark.skipif(not SCATTER.is_dir(), reason="example missing")
+def test_cwl_example_plans_a_hybrid_cloud():
+    doc = plan_json(str(SCATTER / "scatter-gather.cwl"), str(SCATTER / "job.yml"), "--concurrent")
+    markets = {n["market"] for n in doc["nodes"]}
+    assert markets == {"on-demand", "spot"}
+    merge = [t for t in doc["tasks"] if t["id"].endswith("merge")]
+    assert merge and merge[0]["preempt"] is False
+    node_of = {i: n for n in doc["nodes"] for i in n["tasks"]}
+    assert node_of[merge[0]["id"]]["market"] == "on-demand"
+
+
+# ---------------------------------------------------------------- bad input
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def catalog(tmp_path: Path, body: str) -> Path:
+    return write(tmp_path, "catalog.yaml", body)
+
+
+GOOD_TYPE = "  - {name: t.small, vcpus: 2, ram_mib: 4096, on_demand_usd_per_hour: 0.1, spot_usd_per_hour: 0.03}\n"
+
+
+def test_missing_input_file(tmp_path):
+    assert_one_line_error(plastic("plan", tmp_path / "nope.cwl"), "nope.cwl")
+
+
+def test_unparsable_trace_json(tmp_path):
+    bad = write(tmp_path, "bad.json", '{"schemaVersion": "1.5", "workflow": {')
+    assert_one_line_error(plastic("plan", bad), "bad.json")
+
+
+def test_trace_with_a_cycle(tmp_path):
+    doc = json.loads(TRACE.read_text())
+    spec = doc["workflow"]["specification"]["tasks"]
+    spec[0]["parents"] = ["merge_5"]
+    spec[4]["children"] = ["split_1"]
+    bad = write(tmp_path, "cycle.json", json.dumps(doc))
+    assert_one_line_error(plastic("plan", bad), "cycle.json", "cycle")
+
+
+def test_catalog_unknown_field(tmp_path):
+    cat = catalog(tmp_path, "instance_types:\n  - {name: a, vcpus: 2, ram_mib: 1024, "
+                            "on_demand_usd_per_hour: 0.1, gpus: 1}\n")
+    assert_one_line_error(plastic("plan", TRACE, "--catalog", cat), "catalog.yaml", "gpus")
+
+
+def test_catalog_missing_price(tmp_path):
+    cat = catalog(tmp_path, "instance_types:\n  - {name: a, vcpus: 2, ram_mib: 1024}\n")
+    assert_one_line_error(plastic("plan", TRACE, "--catalog", cat), "catalog.yaml", "on_demand_usd_per_hour")
+
+
+def test_catalog_empty(tmp_path):
+    cat = catalog(tmp_path, "instance_types: []\n")
+    assert_one_line_error(plastic("plan", TRACE, "--catalog", cat), "catalog.yaml", "instance_types")
+
+
+def test_catalog_unparsable_yaml(tmp_path):
+    cat = catalog(tmp_path, "instance_types: [\n  - {name: a\n")
+    assert_one_line_error(plastic("plan", TRACE, "--catalog", cat), "catalog.yaml")
+
+
+def test_task_larger_than_every_type(tmp_path):
+    cat = catalog(tmp_path, "instance_types:\n" + GOOD_TYPE)
+    assert_one_line_error(plastic("plan", TRACE, "--catalog", cat), "tiny-trace.json", "merge_5", "vcpus")
+
+
+def test_reliable_task_without_on_demand_capacity_is_impossible_to_miss(tmp_path):
+    # a catalog whose only type with room for merge_5 ... is too small in RAM
+    cat = catalog(tmp_path, "instance_types:\n" + GOOD_TYPE +
+                  "  - {name: t.wide, vcpus: 8, ram_mib: 2048, on_demand_usd_per_hour: 0.2}\n")
+    assert_one_line_error(plastic("plan", TRACE, "--catalog", cat), "merge_5")
+
+
+def test_reserve_larger_than_every_type(tmp_path):
+    res = plastic("plan", TRACE, "--reserve-vcpus", "64")
+    assert_one_line_error(res, "reserve")
+
+
+def test_bad_budget_value():
+    res = plastic("plan", TRACE, "--budget-per-hour", "-1")
+    assert res.returncode == 2 and "Traceback" not in res.stderr and "budget" in res.stderr
+
+
+def test_output_directory_missing(tmp_path):
+    res = plastic("plan", TRACE, "-o", tmp_path / "no" / "such" / "plan.json")
+    assert_one_line_error(res, "-o")
+
+
+def test_job_order_with_a_trace(tmp_path):
+    job = write(tmp_path, "job.yml", "x: 1\n")
+    assert_one_line_error(plastic("plan", TRACE, job), "job.yml")
