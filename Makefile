@@ -31,6 +31,7 @@ test: $(STAMP_TEST)
 	  rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; exit 0; fi; exit $$rc
 
 bench: $(STAMP_TEST)
+	$(BIN)/pip install -q -e '.[test,bench]'
 	$(BIN)/python bench/plan_quality.py
 
 clean:

@@ -117,6 +117,31 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
         click.echo(text, nl=False)
 
 
+@cli.command()
+@click.argument("workflow", type=click.Path())
+@click.argument("job", required=False, type=click.Path())
+@click.option("--no-infer-preempt", is_flag=True,
+              help="Do not infer preempt=true for steps inside a scatter (reliable unless annotated).")
+@click.option("--scatter-width", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Assumed width of scatters whose width is known only at run time.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def inspect(workflow: str, job: str | None, no_infer_preempt: bool, scatter_width: int, fmt: str) -> None:
+    """Show how plastic reads WORKFLOW (CWL, with optional JOB order): one row per step."""
+    from plastic.cwl.inspect_view import render_table, to_json_text
+    from plastic.cwl.loader import load_cwl
+
+    wf = load_cwl(workflow, job, infer_preempt=not no_infer_preempt, scatter_width_assumption=scatter_width)
+    if fmt == "json":
+        click.echo(to_json_text(wf))
+        return
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)  # a pipe or a file: no wrapping inside the table
+    render_table(wf, console)
+
+
 def main() -> None:
     """Entry point: one clear line and a non-zero exit for every expected error."""
     try:

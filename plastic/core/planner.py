@@ -221,6 +221,51 @@ def consolidate(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], prices
     return [PackedNode(n.shape, tuple(n.tasks)) for n in open_nodes if n.seq not in removed and n.tasks]
 
 
+def improve_by_moves(nodes: Sequence[PackedNode], shapes: Shapes, max_rounds: int = 4) -> list[PackedNode]:
+    """Local search for small plans: move one task to another node when, after giving
+    both nodes their cheapest shapes, the plan costs less (a node left empty goes)."""
+    menu = menu_of(shapes)
+    current = [n for n in nodes]
+    for _ in range(max_rounds):
+        improved = False
+        for a in range(len(current)):
+            node_a = current[a]
+            for t in node_a.tasks:
+                if t.instance_type is not None:
+                    continue
+                rest = tuple(x for x in node_a.tasks if x is not t)
+                new_a = PackedNode(node_a.shape, rest)
+                price_a = menu.cheapest_for(new_a).usd_per_hour if rest else 0.0
+                best_gain, best_b, best_shape_b = 1e-9, None, None
+                for b, node_b in enumerate(current):
+                    if b == a or not allowed_on(t, node_b.shape):
+                        continue
+                    grown = PackedNode(node_b.shape, node_b.tasks + (t,))
+                    shape_b = grown.shape if grown.may_use(grown.shape) else None
+                    if shape_b is None:
+                        # the node must grow: the cheapest shape that holds it all
+                        shape_b = next((s for s in menu.shapes if grown.may_use(s)), None)
+                        if shape_b is None:
+                            continue
+                    else:
+                        shape_b = menu.cheapest_for(grown)
+                    gain = node_a.shape.usd_per_hour + node_b.shape.usd_per_hour - price_a - shape_b.usd_per_hour
+                    if gain > best_gain:
+                        best_gain, best_b, best_shape_b = gain, b, shape_b
+                if best_b is not None:
+                    node_b = current[best_b]
+                    current[best_b] = PackedNode(best_shape_b, node_b.tasks + (t,))
+                    current[a] = PackedNode(menu.cheapest_for(new_a), rest) if rest else PackedNode(node_a.shape, ())
+                    node_a = current[a]
+                    improved = True
+            current = [n for n in current if n.tasks] if any(not n.tasks for n in current) else current
+            if a >= len(current) - 1:
+                break
+        if not improved:
+            break
+    return [n for n in current if n.tasks]
+
+
 def _cheapest_reliable_fix(nodes: Sequence[PackedNode], od_shapes: Sequence[NodeShape], need_vcpus: int,
                            need_ram_mib: int, pinned: str | None) -> tuple[int | None, NodeShape] | None:
     """The cheapest way to have an on-demand node of at least the given size:
@@ -234,7 +279,8 @@ def _cheapest_reliable_fix(nodes: Sequence[PackedNode], od_shapes: Sequence[Node
         if best is None or s.usd_per_hour < best[0]:
             best = (s.usd_per_hour, None, s)
         for i, n in enumerate(nodes):
-            if n.may_use(s):
+            # an on-demand node may only grow: it may be what covers an earlier task
+            if n.may_use(s) and (not n.shape.reliable or s.usable.holds(n.shape.usable)):
                 delta = s.usd_per_hour - n.shape.usd_per_hour
                 if delta < best[0]:
                     best = (delta, i, s)
@@ -274,6 +320,8 @@ def _apply_fix(nodes: list[PackedNode], fix: tuple[int | None, NodeShape]) -> li
 
 
 # ---------------------------------------------------------------- solving
+
+MOVES_MAX_TASKS = 300  # the move search is quadratic: small plans only
 
 # (name, valuation, window head, window spread); the first ones are kept for big inputs.
 VARIANTS = (
@@ -320,6 +368,10 @@ def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int
         if best is None or sol.usd_per_hour < best.usd_per_hour - 1e-9:
             best = sol
     assert best is not None
+    if effort >= 2 and len(tasks) <= MOVES_MAX_TASKS:
+        moved = ensure_reliable_capacity(improve_by_moves(best.nodes, menu), shapes, tasks)
+        if sum(n.shape.usd_per_hour for n in moved) < best.usd_per_hour - 1e-9:
+            best = Solution(tuple(moved), best.strategy + "+moves", bound)
     return best
 
 

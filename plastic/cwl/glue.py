@@ -29,7 +29,7 @@ from cwltool.process import Process
 from schema_salad.exceptions import SchemaSaladException
 
 from plastic.core.annotations import PLASTIC_NAMESPACE, PLASTICITY_CLASS
-from plastic.core.errors import WorkflowError
+from plastic.core.errors import AnnotationError, WorkflowError
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,18 @@ _NOISY_LOGGERS = ("cwltool", "cwltool.validation_warnings", "salad", "cwl_utils"
 def quiet_cwltool() -> Iterator[None]:
     """Silence cwltool/schema-salad logging unless plastic logs at INFO (-v) or finer."""
     if logging.getLogger("plastic").isEnabledFor(logging.INFO):
-        yield
+        # verbose: let cwltool's records reach plastic's handler once, not twice
+        from cwltool.loghandler import defaultStreamHandler
+
+        cwl_logger = logging.getLogger("cwltool")
+        had_handler = defaultStreamHandler in cwl_logger.handlers
+        if had_handler and logging.getLogger().handlers:
+            cwl_logger.removeHandler(defaultStreamHandler)
+        try:
+            yield
+        finally:
+            if had_handler and defaultStreamHandler not in cwl_logger.handlers:
+                cwl_logger.addHandler(defaultStreamHandler)
         return
     saved = {name: logging.getLogger(name).level for name in _NOISY_LOGGERS}
     for name in _NOISY_LOGGERS:
@@ -158,6 +169,42 @@ _FIELD_PATTERNS = (
     re.compile(r"^the `([^`]+)` field is not valid"),
 )
 _MAX_MESSAGE = 300
+# schema-salad's complaint about a field of plastic:Plasticity that does not exist
+_PLASTIC_UNKNOWN_FIELD = re.compile(
+    r"invalid field '([^']+)', expected one of: 'class', 'vcpus', 'vram', 'preempt',\s+'instanceType'")
+_JS_ERROR = re.compile(r"\b((?:Type|Reference|Syntax|Range|Eval|URI)?Error): (.+?)(?:'$|$)", re.MULTILINE)
+
+
+_MISSING_REF = re.compile(r"(?:Field '\w+' )?contains undefined reference to '(file://[^']+)'")
+_MISSING_FILE = re.compile(r"\[Errno 2\] No such file or directory: '([^']+)'")
+_YAML_ERROR = re.compile(r"^\S*:?\d*:?\d*:?\s*while (parsing|scanning)|mapping values are not allowed|"
+                         r"found character that cannot start|could not find expected", re.MULTILINE)
+
+
+def _missing_file(m: re.Match[str]) -> str:
+    uri = m.group(1)
+    path = urllib.parse.unquote(urllib.parse.urlsplit(uri).path)
+    if not os.path.exists(path):
+        return f"file not found: {display_path(path)}"
+    return m.group(0)
+
+
+def expression_error(text: str) -> str | None:
+    """The useful line of a failed CWL expression (the JavaScript error, or the reference error)."""
+    body = "\n".join(_LOCATION.sub(lambda m: m.group("rest"), line.strip()) for line in text.splitlines())
+    m = _JS_ERROR.search(body)
+    if m and "script was:" in body:
+        script = re.search(r"^\d\d (\(function\(\)\{.*)$", body, re.MULTILINE)
+        expr = ""
+        if script:
+            code = script.group(1)
+            inner = re.fullmatch(r"\(function\(\)\{return \(\((.*)\)\);\}\)\(\)", code)
+            expr = f" in `$({inner.group(1)})`" if inner else f" in `{code}`"
+        return f"expression failed{expr}: {m.group(1)}: {m.group(2).strip()}"
+    m = re.search(r"(Syntax error in parameter reference '[^\n]*?'\.)", body)
+    if m:
+        return m.group(1)
+    return None
 
 
 def _field_in(message: str) -> str | None:
@@ -208,7 +255,7 @@ def _path_to_best_leaf(exc: SchemaSaladException) -> list[SchemaSaladException]:
     return best[1] if best else [exc]
 
 
-def to_workflow_error(exc: BaseException, *, default_source: str, default_field: str = "cwl") -> WorkflowError:
+def to_workflow_error(exc: BaseException, *, default_source: str, default_field: str = "cwl") -> WorkflowError | AnnotationError:
     """Condense a cwltool/schema-salad exception into one WorkflowError line."""
     if isinstance(exc, WorkflowError):
         return exc
@@ -220,6 +267,7 @@ def to_workflow_error(exc: BaseException, *, default_source: str, default_field:
     if isinstance(exc, ValueError) and "must be a dict" in text:
         return WorkflowError("not a CWL document (expected a mapping at the top level)",
                              source=default_source, field="document")
+    js = expression_error(text)
     source = default_source
     field: str | None = None
     message = ""
@@ -245,8 +293,18 @@ def to_workflow_error(exc: BaseException, *, default_source: str, default_field:
             found = _field_in(line)
             if found:
                 field = found
+    if js:
+        message = js
     if not message:
         message = type(exc).__name__
+    message = _MISSING_REF.sub(_missing_file, message)
+    message = _MISSING_FILE.sub(lambda m: f"file not found: {display_path(m.group(1))}", message)
+    if _YAML_ERROR.search(text):
+        field = "YAML syntax"
+    unknown = _PLASTIC_UNKNOWN_FIELD.search(message)
+    if unknown:
+        return AnnotationError("unknown field (expected one of vcpus, vram, preempt, instanceType)",
+                               source=source, field=f"plastic:Plasticity.{unknown.group(1)}")
     return WorkflowError(message, source=source, field=field or default_field)
 
 

@@ -126,7 +126,7 @@ class Walker:
             name = process_name(process)
             levels = (Level.of(process.tool, inherited=False, uri=process.tool["id"]),)
             acc = self.register(name, levels, (), replicated=False)
-            self.add_instance(acc, process, inputs, (), where=_doc(process.tool["id"]))
+            self.add_instance(acc, process, inputs, (), where=f"{_doc(process.tool['id'])} (step {name})")
 
     # --- workflows -----------------------------------------------------------------------------
 
@@ -383,7 +383,7 @@ class Walker:
                     if note:
                         reason = blocker.reason if blocker else NO_JOB_ORDER
                         unit = " core" if kind == "cores" else " MiB"
-                        self.note(f"Step '{acc.step_id}': {label} `{raw}` is known only at run time "
+                        self.note(f"Step '{acc.step_id}': {label} `{_brief(raw)}` is known only at run time "
                                   f"({reason}); assumed the CWL default of {default}{unit}.")
                     results[kind] = (default, SOURCE_DYNAMIC)
                     continue
@@ -418,6 +418,12 @@ class Walker:
             raise WorkflowError(err.message, source=where,
                                 field=_failed_field(rr, text)) from exc
         return captured
+
+
+def _brief(text: str, limit: int = 70) -> str:
+    """An expression on one short line, for a sentence."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _failed_field(rr: Mapping[str, Any], text: str) -> str:

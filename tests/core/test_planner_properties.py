@@ -7,6 +7,8 @@ planner's internals.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
@@ -20,7 +22,15 @@ from tests.core.conftest import CATALOG, TYPE_NAMES
 OD = Market.ON_DEMAND
 PREEMPTS = [RELIABLE, PREEMPTIBLE, Preempt(1), Preempt(2), Preempt(3)]
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# PLASTIC_EXAMPLES_SCALE=10 runs every property ten times longer (a deeper hunt for bugs)
+SCALE = float(os.environ.get("PLASTIC_EXAMPLES_SCALE", "1"))
+
+
+def examples(n: int) -> settings:
+    return settings(max_examples=max(1, int(n * SCALE)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+SETTINGS = examples(60)
 
 
 # ------------------------------------------------------------ independent oracles
@@ -141,7 +151,7 @@ def test_unplaceable_exactly_when_some_task_fits_no_shape(workload):
     check_plan(sol, tasks, shapes)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(50)
 @given(placeable_workloads(max_tasks=50), st.data())
 def test_cost_does_not_depend_on_task_order(workload, data):
     # (4) the same tasks in any order: a plan of the same cost
@@ -171,7 +181,7 @@ def test_escalating_tasks_have_on_demand_room(workload):
                 (t, describe(sol.nodes))
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(st.lists(st.tuples(st.integers(1, 16), st.integers(256, 65536)), min_size=1, max_size=40))
 def test_reliable_only_plans_use_on_demand_only(ds):
     tasks = [TaskSpec(f"t{i}", c, r, RELIABLE) for i, (c, r) in enumerate(ds)]
@@ -179,7 +189,7 @@ def test_reliable_only_plans_use_on_demand_only(ds):
     assert all(n.shape.market is OD for n in sol.nodes)
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(st.lists(st.tuples(st.integers(1, 16), st.integers(256, 65536)), min_size=1, max_size=40))
 def test_preemptible_only_plans_buy_one_small_on_demand_node_at_most_once(ds):
     # nothing needs on-demand capacity except the one reliable node
