@@ -81,7 +81,8 @@ def parse_plasticity(mapping: Mapping[str, Any], *, source: str | None = None) -
         if key not in _FIELDS:
             raise AnnotationError(
                 f"unknown field (expected one of {', '.join(_FIELDS)})",
-                source=source, field=f"plastic:Plasticity.{raw_key}",
+                source=source, field=f"plastic:Plasticity.{raw_key!r}" if not str(raw_key).isprintable()
+                else f"plastic:Plasticity.{raw_key}",
             )
         values[key] = value
     vcpus = ram = preempt = itype = None

@@ -22,7 +22,6 @@ import re
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from cwltool.context import LoadingContext
 from cwltool.process import Process
@@ -78,8 +77,11 @@ def ensure_extension_registered() -> None:
     custom schemas when it runs in the same process.
     """
     from cwltool import process
+    from cwltool.update import INTERNAL_VERSION
 
-    for version in CWL_VERSIONS:
+    # INTERNAL_VERSION too: documents reached through `run:` are validated after
+    # cwltool has updated them to its internal version.
+    for version in (*CWL_VERSIONS, INTERNAL_VERSION):
         if process.custom_schemas.get(version) != (SCHEMA_NAME, _SCHEMA_TEXT):
             process.use_custom_schema(version, SCHEMA_NAME, _SCHEMA_TEXT)
     if PLASTICITY_CLASS not in process.supportedProcessRequirements:
@@ -91,29 +93,36 @@ _NOISY_LOGGERS = ("cwltool", "cwltool.validation_warnings", "salad", "cwl_utils"
 
 @contextmanager
 def quiet_cwltool() -> Iterator[None]:
-    """Silence cwltool/schema-salad logging unless plastic logs at INFO (-v) or finer."""
-    if logging.getLogger("plastic").isEnabledFor(logging.INFO):
-        # verbose: let cwltool's records reach plastic's handler once, not twice
+    """Silence cwltool and schema-salad while loading, unless plastic runs with -v.
+
+    -v shows cwltool's messages (through plastic's handler, once); schema-salad
+    logs tracebacks for some errors, so it speaks only with -vv.
+    """
+    plastic = logging.getLogger("plastic")
+    if plastic.isEnabledFor(logging.DEBUG):
+        silenced: tuple[str, ...] = ()
+    elif plastic.isEnabledFor(logging.INFO):
+        silenced = ("salad",)
+    else:
+        silenced = _NOISY_LOGGERS
+    saved = {name: logging.getLogger(name).level for name in silenced}
+    for name in silenced:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    cwl_logger = logging.getLogger("cwltool")
+    removed = None
+    if "cwltool" not in silenced and logging.getLogger().handlers:
         from cwltool.loghandler import defaultStreamHandler
 
-        cwl_logger = logging.getLogger("cwltool")
-        had_handler = defaultStreamHandler in cwl_logger.handlers
-        if had_handler and logging.getLogger().handlers:
-            cwl_logger.removeHandler(defaultStreamHandler)
-        try:
-            yield
-        finally:
-            if had_handler and defaultStreamHandler not in cwl_logger.handlers:
-                cwl_logger.addHandler(defaultStreamHandler)
-        return
-    saved = {name: logging.getLogger(name).level for name in _NOISY_LOGGERS}
-    for name in _NOISY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        if defaultStreamHandler in cwl_logger.handlers:
+            cwl_logger.removeHandler(defaultStreamHandler)  # plastic's root handler prints it
+            removed = defaultStreamHandler
     try:
         yield
     finally:
         for name, level in saved.items():
             logging.getLogger(name).setLevel(level)
+        if removed is not None and removed not in cwl_logger.handlers:
+            cwl_logger.addHandler(removed)
 
 
 def new_loading_context() -> LoadingContext:
@@ -142,13 +151,17 @@ def load_process(path: str) -> Process:
     """Load, validate and update a CWL document with cwltool."""
     from cwltool.load_tool import load_tool
 
-    if not os.path.exists(path):
+    from schema_salad.ref_resolver import file_uri
+
+    file_part, _, fragment = path.partition("#")  # "packed.cwl#tool" picks one process
+    if not os.path.exists(file_part):
         raise WorkflowError("no such file", source=path, field="file")
-    if os.path.isdir(path):
+    if os.path.isdir(file_part):
         raise WorkflowError("is a directory, not a CWL document", source=path, field="file")
     ensure_extension_registered()
+    uri = file_uri(os.path.abspath(file_part)) + (f"#{fragment}" if fragment else "")
     try:
-        return load_tool(os.path.abspath(path), new_loading_context())
+        return load_tool(uri, new_loading_context())
     except StopIteration:
         raise WorkflowError("empty document", source=path, field="document") from None
     except Exception as exc:  # noqa: BLE001 - cwltool raises many kinds; all mean "bad document"
@@ -255,7 +268,8 @@ def _path_to_best_leaf(exc: SchemaSaladException) -> list[SchemaSaladException]:
     return best[1] if best else [exc]
 
 
-def to_workflow_error(exc: BaseException, *, default_source: str, default_field: str = "cwl") -> WorkflowError | AnnotationError:
+def to_workflow_error(exc: BaseException, *, default_source: str,
+                      default_field: str = "cwl") -> WorkflowError | AnnotationError:
     """Condense a cwltool/schema-salad exception into one WorkflowError line."""
     if isinstance(exc, WorkflowError):
         return exc
@@ -307,11 +321,3 @@ def to_workflow_error(exc: BaseException, *, default_source: str, default_field:
                                source=source, field=f"plastic:Plasticity.{unknown.group(1)}")
     return WorkflowError(message, source=source, field=field or default_field)
 
-
-def as_plain(value: Any) -> Any:
-    """ruamel CommentedMap/Seq (and nested) -> plain dict/list, for JSON and comparison."""
-    if isinstance(value, dict):
-        return {str(k): as_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [as_plain(v) for v in value]
-    return value

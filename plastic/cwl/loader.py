@@ -17,7 +17,11 @@ Resolution of a step's values (see plastic.cwl.resolve for the levels):
 
 With a job order, resource expressions and `valueFrom` are evaluated by cwltool
 and scatter widths are counted.  The output of a scattered step is an array of
-known length, so a scatter over it has a known width.
+known length, so a scatter over it has a known width.  A width known only at
+run time is planned as `scatter_width_assumption` copies: `scatter_width` then
+holds that assumed count and `width_dynamic` is True.  Resources may differ
+between the copies of a scattered step (expressions over each element); the
+row shows the largest, `StepRow.instances` and `workload()` keep each.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plastic.core.errors import PlasticError, WorkflowError
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, TaskSpec, Workload
+from plastic.core.model import Preempt, TaskSpec, Workload
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +116,24 @@ class CwlWorkflow:
                 ids[row.step_id] = [(insts[0].scope, row.step_id)]
             else:
                 ids[row.step_id] = [(inst.scope, f"{row.step_id}[{k}]") for k, inst in enumerate(insts)]
+        by_id = {row.step_id: row for row in self.rows}
+
+        def upstream(step_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
+            """Parent steps with tasks: a parent without any (empty scatter) passes its own on."""
+            found: list[str] = []
+            for parent in by_id[step_id].parents if step_id in by_id else ():
+                if ids.get(parent):
+                    found.append(parent)
+                elif parent in by_id and parent not in seen:
+                    found.extend(p for p in upstream(parent, seen | {parent}) if p not in found)
+            return found
+
         tasks: list[TaskSpec] = []
         for row in self.rows:
+            parent_steps = upstream(row.step_id)
             for inst, (scope, task_id) in zip(self._instances(row), ids[row.step_id], strict=True):
                 parents = tuple(
-                    pid for parent in row.parents for pscope, pid in ids.get(parent, ())
+                    pid for parent in parent_steps for pscope, pid in ids.get(parent, ())
                     if _compatible(scope, pscope)
                 )
                 tasks.append(TaskSpec(id=task_id, vcpus=inst.vcpus, ram_mib=inst.ram_mib,
@@ -149,8 +166,7 @@ def load_cwl(path: str, job_path: str | None = None, *, infer_preempt: bool = Tr
             from plastic.cwl.values import load_job_order
 
             job = load_job_order(job_path, process)
-        walker = Walker(infer_preempt=infer_preempt, width_assumption=scatter_width_assumption,
-                        have_job=job is not None)
+        walker = Walker(infer_preempt=infer_preempt, width_assumption=scatter_width_assumption)
         try:
             walker.run(process, job)
         except PlasticError:
@@ -179,7 +195,3 @@ def _row(step: Any) -> StepRow:
         instances=insts,
     )
 
-
-# re-exported for callers that want the inference constants
-__all__ = ["CwlWorkflow", "StepInstance", "StepRow", "load_cwl", "PREEMPTIBLE", "RELIABLE",
-           "SOURCE_DEFAULT", "SOURCE_DYNAMIC", "SOURCE_INFERRED", "SOURCE_RESOURCE_REQUIREMENT"]

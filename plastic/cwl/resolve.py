@@ -38,6 +38,8 @@ from plastic.cwl.glue import display_path
 SOURCE_HINT = "hint"
 SOURCE_WORKFLOW_HINT = "workflow hint"
 SOURCE_USE_PREEMPTIBLE = "UsePreemptible"
+_IDENTIFIERS = ("id",)
+_CLASSES = (PLASTICITY_CLASS, ARVADOS_USE_PREEMPTIBLE)
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class Level:
         entries: list[Mapping[str, Any]] = []
         for key in ("requirements", "hints"):
             for entry in obj.get(key) or ():
-                if isinstance(entry, Mapping) and entry.get("class") in (PLASTICITY_CLASS, ARVADOS_USE_PREEMPTIBLE):
+                if isinstance(entry, Mapping) and entry.get("class") in _CLASSES:
                     entries.append(entry)
         return Level(tuple(entries), inherited, uri)
 
@@ -98,10 +100,12 @@ def resolve_annotations(levels: Sequence[Level], *, step_label: str | None) -> R
         arv: list[Preempt] = []
         for entry in level.entries:
             where = _where(entry, level.uri, label)
+            # as cwltool does for hints, ignore the identifier the loader gives an $import-ed entry
+            body = {k: v for k, v in entry.items() if k not in _IDENTIFIERS}
             if entry.get("class") == PLASTICITY_CLASS:
-                plastic.append(parse_plasticity(entry, source=where))
+                plastic.append(parse_plasticity(body, source=where))
             else:
-                arv.append(parse_use_preemptible(entry, source=where))
+                arv.append(parse_use_preemptible(body, source=where))
         for hint in plastic:
             if vcpus is None and hint.vcpus is not None:
                 vcpus, vcpus_src = hint.vcpus, source

@@ -29,16 +29,6 @@ class Unknown:
     reason: str
 
 
-def is_known(value: Any) -> bool:
-    if isinstance(value, Unknown):
-        return False
-    if isinstance(value, Mapping):
-        return all(is_known(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return all(is_known(v) for v in value)
-    return True
-
-
 def first_unknown(value: Any) -> Unknown | None:
     if isinstance(value, Unknown):
         return value

@@ -36,7 +36,6 @@ from plastic.cwl.resolve import Level, Resolved, resolve_annotations
 from plastic.cwl.values import (
     Unknown,
     first_unknown,
-    is_known,
     link_merge,
     pick_value,
     scatter_elements,
@@ -88,16 +87,22 @@ def process_name(process: Process) -> str:
     if "#" in pid:
         frag = pid.rsplit("#", 1)[1]
         if frag and frag != "main":
-            return frag.rsplit("/", 1)[-1]
+            return _strip_extension(frag.rsplit("/", 1)[-1])
     base = pid.rsplit("#", 1)[0].rsplit("/", 1)[-1]
-    return base.rsplit(".", 1)[0] if "." in base else (base or "tool")
+    return _strip_extension(base) or "tool"
+
+
+def _strip_extension(name: str) -> str:
+    for ext in (".cwl", ".yml", ".yaml", ".json"):
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
 
 
 class Walker:
-    def __init__(self, *, infer_preempt: bool, width_assumption: int, have_job: bool) -> None:
+    def __init__(self, *, infer_preempt: bool, width_assumption: int) -> None:
         self.infer_preempt = infer_preempt
         self.width_assumption = width_assumption
-        self.have_job = have_job
         self.steps: dict[str, StepAccumulator] = {}
         self.producers: dict[str, frozenset[str]] = {}
         self.assumptions: list[str] = []
@@ -159,7 +164,7 @@ class Walker:
                     if src in owner:
                         intra = True
                         consumed.add(owner[src].id)
-                        parents |= self.producers[prefix + shortname(owner[src].id)]
+                        parents |= self.producers.get(prefix + shortname(owner[src].id), frozenset())
             if not intra:
                 parents |= outer_parents
             io = self._step_inputs(step, source_value, where)
@@ -187,7 +192,8 @@ class Walker:
                 elements = [io]
             if "when" in step.tool and not phantom:
                 self.note(f"Step '{flat}' is conditional (`when`); planned as if it runs.")
-            elements = [self._value_from(wf, step, e, where) for e in elements]
+            if not phantom:
+                elements = [self._value_from(wf, step, e, where) for e in elements]
             scopes = [scope + ((flat, i),) if scatter else scope for i in range(len(elements))]
             inner_replicated = replicated or bool(scatter)
             emb = step.embedded_tool
@@ -199,6 +205,8 @@ class Walker:
                 runs = list(zip(elements, scopes, strict=True)) or [(dict(io), scope + ((flat, 0),))]
                 for element, el_scope in runs:
                     sub_inputs = self._connected(step, element)
+                    if phantom or not elements:  # never runs: only its rows are wanted
+                        sub_inputs = {k: Unknown("the step never runs") for k in sub_inputs}
                     o, s = self.walk(emb, flat + "/", sub_inputs, sub, el_scope, inner_replicated,
                                      width_dynamic, frozenset(parents),
                                      phantom=phantom or not elements)
@@ -444,7 +452,8 @@ def _failed_field(rr: Mapping[str, Any], text: str) -> str:
 
 def _whole(raw: Any, *, where: str, field: str) -> int:
     """A resource amount rounded up to a whole number >= 1."""
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or isinstance(raw, float) and not math.isfinite(raw):
+    bad_float = isinstance(raw, float) and not math.isfinite(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or bad_float:
         raise WorkflowError(f"must be a number or an expression giving one, got {raw!r}",
                             source=where, field=field)
     value = math.ceil(raw)

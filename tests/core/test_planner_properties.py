@@ -53,9 +53,13 @@ def describe(nodes) -> list:
 # ------------------------------------------------------------ strategies
 
 @st.composite
-def task_specs(draw, i: int) -> TaskSpec:
-    vcpus = draw(st.one_of(st.integers(1, 4), st.integers(1, 16)))
-    ram = draw(st.one_of(st.integers(256, 8192), st.integers(256, 65536)))
+def task_specs(draw, i: int, palette: bool = False) -> TaskSpec:
+    if palette:  # few distinct sizes: many ties for the orderings to break
+        vcpus = draw(st.sampled_from([1, 2, 4, 8, 16]))
+        ram = draw(st.sampled_from([512, 2048, 4096, 16384, 65536]))
+    else:
+        vcpus = draw(st.one_of(st.integers(1, 4), st.integers(1, 16)))
+        ram = draw(st.one_of(st.integers(256, 8192), st.integers(256, 65536)))
     preempt = draw(st.sampled_from(PREEMPTS))
     pin = draw(st.one_of(st.none(), st.none(), st.none(), st.none(), st.sampled_from(TYPE_NAMES)))
     return TaskSpec(f"t{i}", vcpus, ram, preempt, instance_type=pin)
@@ -64,7 +68,8 @@ def task_specs(draw, i: int) -> TaskSpec:
 @st.composite
 def workloads(draw, max_tasks: int = 60):
     n = draw(st.integers(0, max_tasks))
-    tasks = [draw(task_specs(i)) for i in range(n)]
+    palette = draw(st.booleans())
+    tasks = [draw(task_specs(i, palette)) for i in range(n)]
     reserve = draw(st.one_of(st.just(Reserve()), st.builds(Reserve, st.integers(0, 1), st.integers(0, 1024))))
     return tasks, reserve
 

@@ -1,4 +1,4 @@
-cwlVersion: v1.2
+cwlVersion: v1.1
 class: CommandLineTool
 doc: plastic:Plasticity under the tool's own requirements (cwltool alone would refuse it).
 $namespaces:

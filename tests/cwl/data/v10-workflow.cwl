@@ -22,6 +22,6 @@ steps:
     in:
       files: greet/out
     out: [out]
-    hints:
+    requirements:
       plastic:Plasticity:
         preempt: false

@@ -1,4 +1,4 @@
-cwlVersion: v1.2
+cwlVersion: v1.1
 class: Workflow
 $namespaces:
   plastic: "https://w3id.org/plastic/cwl#"
