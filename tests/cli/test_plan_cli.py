@@ -235,3 +235,52 @@ def test_output_directory_missing(tmp_path):
 def test_job_order_with_a_trace(tmp_path):
     job = write(tmp_path, "job.yml", "x: 1\n")
     assert_one_line_error(plastic("plan", TRACE, job), "job.yml")
+
+
+TOOL = """cwlVersion: v1.2
+class: CommandLineTool
+$namespaces:
+  plastic: "https://w3id.org/plastic/cwl#"
+baseCommand: [echo, hi]
+inputs: []
+outputs: []
+hints:
+  plastic:Plasticity:
+{body}
+"""
+
+
+def tool(tmp_path: Path, name: str, body: str) -> Path:
+    return write(tmp_path, name, TOOL.format(body=body))
+
+
+def test_cwl_instance_type_too_small(tmp_path):
+    cwl = tool(tmp_path, "pinned.cwl", "    vcpus: 8\n    vram: 4096\n    instanceType: c5.large")
+    assert_one_line_error(plastic("plan", cwl), "pinned.cwl", "instanceType", "c5.large")
+
+
+def test_cwl_instance_type_unknown(tmp_path):
+    cwl = tool(tmp_path, "unknown.cwl", "    vcpus: 1\n    instanceType: x9.huge")
+    assert_one_line_error(plastic("plan", cwl), "unknown.cwl", "instanceType", "x9.huge")
+
+
+def test_cwl_vram_larger_than_every_type(tmp_path):
+    cwl = tool(tmp_path, "huge.cwl", "    vcpus: 1\n    vram: 900000")
+    assert_one_line_error(plastic("plan", cwl), "huge.cwl", "vram")
+
+
+def test_cwl_zero_vcpus(tmp_path):
+    cwl = tool(tmp_path, "zero.cwl", "    vcpus: 0")
+    assert_one_line_error(plastic("plan", cwl), "zero.cwl", "vcpus")
+
+
+def test_cwl_preempt_of_a_wrong_type(tmp_path):
+    cwl = tool(tmp_path, "yes.cwl", '    preempt: "yes"')
+    assert_one_line_error(plastic("plan", cwl), "yes.cwl", "preempt")
+
+
+def test_pinned_task_fits_its_type(tmp_path):
+    cwl = tool(tmp_path, "fits.cwl", "    vcpus: 2\n    vram: 1024\n    instanceType: r5.large\n    preempt: false")
+    doc = plan_json(str(cwl))
+    (node,) = [n for n in doc["nodes"] if n["tasks"]]
+    assert node["instance_type"] == "r5.large" and node["market"] == "on-demand"
