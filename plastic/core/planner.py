@@ -333,6 +333,20 @@ VARIANTS = (
 )
 
 
+SMALL_PLAN_TASKS = 100  # up to this many tasks, a wide grid of look-ahead windows is cheap
+
+
+def variants_for(n_tasks: int) -> tuple[tuple[str, str, int, int], ...]:
+    """The look-ahead variants worth their time for a plan of `n_tasks` tasks."""
+    if n_tasks > 3000:
+        return VARIANTS[:2]
+    if n_tasks > SMALL_PLAN_TASKS:
+        return VARIANTS
+    return tuple((f"{valuation}-{head}+{spread}", valuation, head, spread)
+                 for valuation in ("bottleneck", "dual") for head in (0, 2, 4, 8, 16, 32, 64)
+                 for spread in (0, 8, 16, 32, 64))
+
+
 def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int = 2,
           bound: LowerBound | None = None) -> Solution:
     """Pack every task at once; the cheapest of the strategies tried.
@@ -350,13 +364,13 @@ def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int
     if effort >= 2:
         valuations = {"dual": dual_values(tasks, prices), "bottleneck": bottleneck_values(tasks, menu)}
         orders: dict[str, list[TaskSpec]] = {}
-        for name, valuation, head, spread in (VARIANTS if len(tasks) <= 3000 else VARIANTS[:2]):
+        for name, valuation, head, spread in variants_for(len(tasks)):
             values = valuations[valuation]
             if valuation not in orders:
                 orders[valuation] = sorted(tasks, key=lambda t: (t.preempt.preemptible, t.instance_type is None,
                                                                  -values[t.id], -t.vcpus, -t.ram_mib, t.id))
             runs.append((name, orders[valuation], lookahead_chooser(menu, values, head, spread)))
-    best: Solution | None = None
+    results: list[Solution] = []
     for name, ordered, chooser in runs:
         nodes = pack(ordered, shapes, prices, chooser)  # type: ignore[arg-type]
         if effort >= 2:
@@ -364,14 +378,14 @@ def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int
             nodes = consolidate(nodes, shapes, prices, attempts)
         nodes = right_size(nodes, menu)
         nodes = ensure_reliable_capacity(nodes, shapes, tasks)
-        sol = Solution(tuple(nodes), name, bound)
-        if best is None or sol.usd_per_hour < best.usd_per_hour - 1e-9:
-            best = sol
-    assert best is not None
+        results.append(Solution(tuple(nodes), name, bound))
+    results.sort(key=lambda sol: sol.usd_per_hour)  # stable: the earlier strategy wins ties
+    best = results[0]
     if effort >= 2 and len(tasks) <= MOVES_MAX_TASKS:
-        moved = ensure_reliable_capacity(improve_by_moves(best.nodes, menu), shapes, tasks)
-        if sum(n.shape.usd_per_hour for n in moved) < best.usd_per_hour - 1e-9:
-            best = Solution(tuple(moved), best.strategy + "+moves", bound)
+        for sol in results[:8 if len(tasks) <= SMALL_PLAN_TASKS else 3]:
+            moved = ensure_reliable_capacity(improve_by_moves(sol.nodes, menu), shapes, tasks)
+            if sum(n.shape.usd_per_hour for n in moved) < best.usd_per_hour - 1e-9:
+                best = Solution(tuple(moved), sol.strategy + "+moves", bound)
     return best
 
 

@@ -70,7 +70,8 @@ def _plan_waves(tasks: list[TaskSpec], shapes: Sequence[NodeShape], effort: int
         distinct.setdefault(frozenset(t.id for t in w), w)
     sets = list(distinct.values())
     bounds = [(lower_bound(w, shapes).usd_per_hour, w) for w in sets]
-    bounds.sort(key=lambda bw: -bw[0])
+    # costliest first; ties broken by content so the input's order never matters
+    bounds.sort(key=lambda bw: (-bw[0], sorted(t.id for t in bw[1])))
     first = solve(bounds[0][1], shapes, effort=effort)
     pool: list[PackedNode] = [PackedNode(n.shape, ()) for n in first.nodes]
     placed: dict[str, int] = {}
