@@ -326,6 +326,7 @@ MOVES_MAX_TASKS = 300  # the move search is quadratic: small plans only
 # (name, valuation, window head, window spread); the first ones are kept for big inputs.
 VARIANTS = (
     ("bottleneck-16+64", "bottleneck", 16, 64),
+    ("dual-8+128", "dual", 8, 128),
     ("dual-0+64", "dual", 0, 64),
     ("bottleneck-8+32", "bottleneck", 8, 32),
     ("dual-16+64", "dual", 16, 64),
@@ -382,7 +383,7 @@ def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int
     results.sort(key=lambda sol: sol.usd_per_hour)  # stable: the earlier strategy wins ties
     best = results[0]
     if effort >= 2 and len(tasks) <= MOVES_MAX_TASKS:
-        for sol in results[:8 if len(tasks) <= SMALL_PLAN_TASKS else 3]:
+        for sol in results[:8 if len(tasks) <= SMALL_PLAN_TASKS else 1]:
             moved = ensure_reliable_capacity(improve_by_moves(sol.nodes, menu), shapes, tasks)
             if sum(n.shape.usd_per_hour for n in moved) < best.usd_per_hour - 1e-9:
                 best = Solution(tuple(moved), sol.strategy + "+moves", bound)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from fractions import Fraction
 from itertools import combinations
 
@@ -124,7 +125,13 @@ def test_beale_cycling_example_terminates():
     c = [0.75, -150, 0.02, -6]
     a = [[0.25, -60, -0.04, 9], [0.5, -90, -0.02, 3], [0, 0, 1, 0]]
     b = [0, 0, 1]
-    res = maximize(c, a, b)
+    # run in a daemon thread so that a cycling simplex fails this test instead of hanging the suite
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(maximize(c, a, b)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert out, "maximize() did not terminate on Beale's example (cycling)"
+    res = out[0]
     assert res.status == "optimal"
     assert res.objective == pytest.approx(0.05)
     assert res.x == pytest.approx((0.04, 0, 1, 0), abs=1e-9)
