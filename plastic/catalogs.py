@@ -15,6 +15,7 @@ from typing import Any
 from plastic.core.catalog import catalog_from_mapping
 from plastic.core.errors import CatalogError
 from plastic.core.model import Catalog
+from plastic.fileio import read_text
 
 log = logging.getLogger(__name__)
 
@@ -53,22 +54,6 @@ def parse_catalog_text(text: str, *, source: str) -> Catalog:
     return catalog_from_mapping(data, source=source)
 
 
-def _read_text(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise CatalogError("no such catalog file", source=path) from None
-    except IsADirectoryError:
-        raise CatalogError("is a directory, not a catalog file", source=path) from None
-    except OSError as exc:
-        raise CatalogError(f"cannot read catalog file: {exc.strerror or exc}", source=path) from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"not UTF-8 text (bad byte at offset {exc.start})", source=path) from None
-
-
 @functools.lru_cache(maxsize=1)
 def _default_catalog() -> Catalog:
     resource = resources.files("plastic") / "data" / DEFAULT_CATALOG_NAME
@@ -91,6 +76,6 @@ def load_catalog(path: str | None) -> Catalog:
         log.debug("default catalog: %d instance types", len(catalog.instance_types))
         return catalog
     path = str(path)
-    catalog = parse_catalog_text(_read_text(path), source=path)
+    catalog = parse_catalog_text(read_text(path, CatalogError, "catalog"), source=path)
     log.debug("catalog %s: %d instance types", path, len(catalog.instance_types))
     return catalog

@@ -30,3 +30,20 @@ def write_atomically(path: str, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def read_text(path: str, error: type[InputError], what: str) -> str:
+    """A UTF-8 text file (BOM allowed), or `error` with one line saying why not."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise error(f"no such {what} file", source=path) from None
+    except IsADirectoryError:
+        raise error(f"is a directory, not a {what} file", source=path) from None
+    except OSError as exc:
+        raise error(f"cannot read {what} file: {exc.strerror or exc}", source=path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"not UTF-8 text (bad byte at offset {exc.start})", source=path) from None

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from plastic.core.errors import TraceError
+from plastic.fileio import read_text
 from plastic.core.model import Workload
 from plastic.core.wfcommons import workload_from_wfcommons
 
@@ -50,19 +51,7 @@ def _stamp(path: str) -> tuple[str, int, int] | None:
 
 
 def _read_json(path: str) -> Any:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise TraceError("no such trace file", source=path) from None
-    except IsADirectoryError:
-        raise TraceError("is a directory, not a trace file", source=path) from None
-    except OSError as exc:
-        raise TraceError(f"cannot read trace file: {exc.strerror or exc}", source=path) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"not UTF-8 text (bad byte at offset {exc.start})", source=path) from None
+    text = read_text(path, TraceError, "trace")
     try:
         with _gc_paused():
             return json.loads(text)

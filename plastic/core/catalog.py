@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from plastic.core.describe import show, type_name
 from plastic.core.errors import CatalogError
 from plastic.core.model import Catalog, InstanceType
 
@@ -26,24 +27,11 @@ _ENTRY_KEYS = _REQUIRED + _OPTIONAL
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _type_name(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _show(value: object) -> str:
-    """A short one-line repr for messages."""
-    try:
-        text = repr(value)
-    except ValueError:  # an integer too long to print
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _key(key: object) -> str:
     """A mapping key as a field path element: plain names as they are, anything odd quoted."""
     if isinstance(key, str) and key and key.isprintable() and not any(c.isspace() for c in key):
         return key
-    return _show(key)
+    return show(key)
 
 
 def _positive_int(value: Any, *, source: str, field: str) -> int:
@@ -55,7 +43,7 @@ def _positive_int(value: Any, *, source: str, field: str) -> int:
         ok = value >= 1
         value = int(value)
     if not ok:
-        raise CatalogError(f"must be an integer >= 1, got {_show(value)}", source=source, field=field)
+        raise CatalogError(f"must be an integer >= 1, got {show(value)}", source=source, field=field)
     return int(value)
 
 
@@ -63,7 +51,7 @@ def _price(value: Any, *, source: str, field: str) -> float:
     """A finite number > 0 (US dollars per hour); bools and strings are refused."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise CatalogError(
-            f"must be a number of US dollars per hour, got {_type_name(value)} {_show(value)}",
+            f"must be a number of US dollars per hour, got {type_name(value)} {show(value)}",
             source=source, field=field,
         )
     try:
@@ -71,13 +59,13 @@ def _price(value: Any, *, source: str, field: str) -> float:
     except OverflowError:
         price = math.inf
     if not math.isfinite(price) or price <= 0:
-        raise CatalogError(f"must be a finite price > 0, got {_show(value)}", source=source, field=field)
+        raise CatalogError(f"must be a finite price > 0, got {show(value)}", source=source, field=field)
     return price
 
 
 def _text(value: Any, *, source: str, field: str) -> str:
     if not isinstance(value, str):
-        raise CatalogError(f"must be a string, got {_type_name(value)} {_show(value)}", source=source, field=field)
+        raise CatalogError(f"must be a string, got {type_name(value)} {show(value)}", source=source, field=field)
     return value.strip()
 
 
@@ -94,13 +82,13 @@ def _date(value: Any, *, source: str, field: str) -> str:
             return text
         except ValueError:
             pass
-    raise CatalogError(f"must be a date YYYY-MM-DD, got {_show(value)}", source=source, field=field)
+    raise CatalogError(f"must be a date YYYY-MM-DD, got {show(value)}", source=source, field=field)
 
 
 def _instance_type(entry: Any, *, source: str, field: str) -> InstanceType:
     if not isinstance(entry, Mapping):
         raise CatalogError(
-            f"must be a mapping with {', '.join(_REQUIRED)}, got {_type_name(entry)}",
+            f"must be a mapping with {', '.join(_REQUIRED)}, got {type_name(entry)}",
             source=source, field=field,
         )
     for key in entry:
@@ -131,7 +119,7 @@ def _instance_type(entry: Any, *, source: str, field: str) -> InstanceType:
         bfield = f"{field}.spot_interruption_band"
         if not isinstance(raw_band, str) or raw_band.strip() not in INTERRUPTION_BANDS:
             raise CatalogError(
-                f"must be one of {', '.join(repr(b) for b in INTERRUPTION_BANDS)}, got {_show(raw_band)}",
+                f"must be one of {', '.join(repr(b) for b in INTERRUPTION_BANDS)}, got {show(raw_band)}",
                 source=source, field=bfield,
             )
         if spot is None:
@@ -159,7 +147,7 @@ def catalog_from_mapping(data: object, *, source: str) -> Catalog:
     """
     if not isinstance(data, Mapping):
         raise CatalogError(
-            f"a catalog must be a mapping with an instance_types list, got {_type_name(data)}",
+            f"a catalog must be a mapping with an instance_types list, got {type_name(data)}",
             source=source,
         )
     for key in data:
@@ -180,7 +168,7 @@ def catalog_from_mapping(data: object, *, source: str) -> Catalog:
     entries = data["instance_types"]
     if not isinstance(entries, list | tuple):
         raise CatalogError(
-            f"must be a list of instance types, got {_type_name(entries)}", source=source, field="instance_types"
+            f"must be a list of instance types, got {type_name(entries)}", source=source, field="instance_types"
         )
     if not entries:
         raise CatalogError("must list at least one instance type", source=source, field="instance_types")

@@ -266,24 +266,32 @@ def improve_by_moves(nodes: Sequence[PackedNode], shapes: Shapes, max_rounds: in
     return [n for n in current if n.tasks]
 
 
-def _cheapest_reliable_fix(nodes: Sequence[PackedNode], od_shapes: Sequence[NodeShape], need_vcpus: int,
-                           need_ram_mib: int, pinned: str | None) -> tuple[int | None, NodeShape] | None:
-    """The cheapest way to have an on-demand node of at least the given size:
-    turn node i into shape s, or (i is None) add a node of shape s."""
+def _covers(node: PackedNode, t: TaskSpec) -> bool:
+    """Can this on-demand node run `t` once `t` has escalated (when its tasks are done)?"""
+    return node.shape.reliable and node.shape.usable.holds(t.demand) and allowed_on(t, node.shape)
+
+
+def _cheapest_reliable_fix(nodes: Sequence[PackedNode], od_shapes: Sequence[NodeShape], need: TaskSpec | None,
+                           keep: Sequence[TaskSpec]) -> tuple[int | None, NodeShape] | None:
+    """The cheapest way to get an on-demand node able to run `need` (any on-demand node
+    when None): turn node i into shape s, or (i is None) add a node of shape s.  A
+    change must leave every task of `keep` still covered by some on-demand node."""
     best: tuple[float, int | None, NodeShape] | None = None
     for s in od_shapes:
-        if pinned is not None and s.name != pinned:
-            continue
-        if s.usable.vcpus < need_vcpus or s.usable.ram_mib < need_ram_mib:
+        if need is not None and not (s.usable.holds(need.demand) and allowed_on(need, s)):
             continue
         if best is None or s.usd_per_hour < best[0]:
             best = (s.usd_per_hour, None, s)
         for i, n in enumerate(nodes):
-            # an on-demand node may only grow: it may be what covers an earlier task
-            if n.may_use(s) and (not n.shape.reliable or s.usable.holds(n.shape.usable)):
-                delta = s.usd_per_hour - n.shape.usd_per_hour
-                if delta < best[0]:
-                    best = (delta, i, s)
+            delta = s.usd_per_hour - n.shape.usd_per_hour
+            if delta >= best[0] or not n.may_use(s):
+                continue
+            if n.shape.reliable and keep:
+                trial = PackedNode(s, n.tasks)
+                if any(_covers(n, k) and not _covers(trial, k)
+                       and not any(_covers(m, k) for j, m in enumerate(nodes) if j != i) for k in keep):
+                    continue
+            best = (delta, i, s)
     return None if best is None else (best[1], best[2])
 
 
@@ -293,18 +301,21 @@ def ensure_reliable_capacity(nodes: Sequence[PackedNode], shapes: Sequence[NodeS
     escalates after N preemptions (preempt=N) an on-demand node able to hold it."""
     nodes = list(nodes)
     od_shapes = [s for s in shapes if s.reliable]
-    escalating = sorted((t for t in tasks if t.preempt.max_preemptions not in (None, 0)),
-                        key=lambda t: (-t.vcpus, -t.ram_mib, t.id))
-    for t in escalating:
-        if any(n.shape.reliable and n.shape.usable.holds(t.demand) and allowed_on(t, n.shape) for n in nodes):
-            continue
-        fix = _cheapest_reliable_fix(nodes, od_shapes, t.vcpus, t.ram_mib, t.instance_type)
-        if fix is None:
-            raise PlanningError(f"no on-demand instance type can hold task {t.id} once it escalates",
-                                source=t.id, field="preempt", binding_constraint="reliable capacity")
-        nodes = _apply_fix(nodes, fix)
+    needs: dict[tuple[int, int, str | None], TaskSpec] = {}
+    for t in tasks:
+        if t.preempt.max_preemptions not in (None, 0):
+            needs.setdefault((t.vcpus, t.ram_mib, t.instance_type), t)
+    covered: list[TaskSpec] = []
+    for t in sorted(needs.values(), key=lambda t: (-t.vcpus, -t.ram_mib, t.id)):
+        if not any(_covers(n, t) for n in nodes):
+            fix = _cheapest_reliable_fix(nodes, od_shapes, t, covered)
+            if fix is None:
+                raise PlanningError(f"no on-demand instance type can hold task {t.id} once it escalates",
+                                    source=t.id, field="preempt", binding_constraint="reliable capacity")
+            nodes = _apply_fix(nodes, fix)
+        covered.append(t)
     if not any(n.shape.reliable for n in nodes):
-        fix = _cheapest_reliable_fix(nodes, od_shapes, 0, 0, None)
+        fix = _cheapest_reliable_fix(nodes, od_shapes, None, covered)
         if fix is None:
             raise PlanningError("the catalog has no on-demand type for the reliable node",
                                 binding_constraint="reliable capacity")

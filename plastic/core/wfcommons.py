@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from plastic.core.describe import show, type_name
 from plastic.core.errors import TraceError
 from plastic.core.model import PREEMPTIBLE, RELIABLE, TaskSpec, Workload
 
@@ -41,19 +42,6 @@ _LIMIT = 1e300  # numbers at or above this are refused (and could not be convert
 _INSTANCE_SUFFIX = re.compile(r"_(?:ID)?[0-9]+$")
 
 
-def _type_name(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _show(value: object) -> str:
-    """A short one-line repr for messages."""
-    try:
-        text = repr(value)
-    except ValueError:  # an integer too long to print
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _schema_version(doc: Mapping[str, Any], *, source: str) -> str:
     if "schemaVersion" not in doc:
         raise TraceError("missing: not a WfCommons trace", source=source, field="schemaVersion")
@@ -66,7 +54,7 @@ def _schema_version(doc: Mapping[str, Any], *, source: str) -> str:
         version = repr(raw)
     if version not in SUPPORTED_SCHEMA_VERSIONS:
         raise TraceError(
-            f"unsupported schema version {_show(raw)} (supported: {', '.join(SUPPORTED_SCHEMA_VERSIONS)})",
+            f"unsupported schema version {show(raw)} (supported: {', '.join(SUPPORTED_SCHEMA_VERSIONS)})",
             source=source, field="schemaVersion",
         )
     return version
@@ -77,7 +65,7 @@ def _task_list(container: Mapping[str, Any], key: str, *, source: str, field: st
         raise TraceError("missing list of tasks", source=source, field=field)
     tasks = container[key]
     if not isinstance(tasks, list):
-        raise TraceError(f"must be a list of tasks, got {_type_name(tasks)}", source=source, field=field)
+        raise TraceError(f"must be a list of tasks, got {type_name(tasks)}", source=source, field=field)
     if not tasks and not allow_empty:
         raise TraceError("empty task list: nothing to plan", source=source, field=field)
     return tasks
@@ -85,18 +73,18 @@ def _task_list(container: Mapping[str, Any], key: str, *, source: str, field: st
 
 def _bad_ref(ref: Any, *, kind: str, owner: str, source: str, field: str) -> TraceError:
     if not isinstance(ref, str):
-        return TraceError(f"must list task id strings, got {_show(ref)}", source=source, field=field)
-    return TraceError(f"{kind} {_show(ref)} of task {_show(owner)} does not exist", source=source, field=field)
+        return TraceError(f"must list task id strings, got {show(ref)}", source=source, field=field)
+    return TraceError(f"{kind} {show(ref)} of task {show(owner)} does not exist", source=source, field=field)
 
 
 def _number_or_error(value: Any, *, source: str, field: str, what: str) -> float:
     """The slow path of the numeric checks: a finite number >= 0, or a TraceError."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TraceError(f"must be a number ({what}), got {_type_name(value)} {_show(value)}", source=source, field=field)
+        raise TraceError(f"must be a number ({what}), got {type_name(value)} {show(value)}", source=source, field=field)
     if value < 0:
-        raise TraceError(f"negative {what}: {_show(value)}", source=source, field=field)
+        raise TraceError(f"negative {what}: {show(value)}", source=source, field=field)
     if not value < _LIMIT:  # also NaN and infinity
-        raise TraceError(f"{what} out of range: {_show(value)}", source=source, field=field)
+        raise TraceError(f"{what} out of range: {show(value)}", source=source, field=field)
     return value
 
 
@@ -151,7 +139,7 @@ class _Read:
 
 def _mapping_or_error(value: Any, *, source: str, field: str) -> Mapping[str, Any]:
     if type(value) is not dict and not isinstance(value, Mapping):
-        raise TraceError(f"must be a mapping, got {_type_name(value)}", source=source, field=field)
+        raise TraceError(f"must be a mapping, got {type_name(value)}", source=source, field=field)
     return value
 
 
@@ -159,7 +147,7 @@ def _refs_or_error(value: Any, *, source: str, field: str) -> Any:
     if value is None:
         return ()
     if type(value) is not list and not isinstance(value, list | tuple):
-        raise TraceError(f"must be a list of task ids, got {_type_name(value)}", source=source, field=field)
+        raise TraceError(f"must be a list of task ids, got {type_name(value)}", source=source, field=field)
     return value
 
 
@@ -176,10 +164,10 @@ def _read_tasks(tasks: list[Any], read: _Read, *, key: str, source: str) -> None
             if k not in task:
                 raise TraceError(f"missing task {key}", source=source, field=f"{read.field(i)}.{key}")
             if not isinstance(task_id, str) or not task_id:
-                raise TraceError(f"must be a non-empty task id string, got {_show(task_id)}",
+                raise TraceError(f"must be a non-empty task id string, got {show(task_id)}",
                                  source=source, field=f"{read.field(i)}.{k}")
         if task_id in index:
-            raise TraceError(f"duplicate task id {_show(task_id)} (first at {read.field(index[task_id])})",
+            raise TraceError(f"duplicate task id {show(task_id)} (first at {read.field(index[task_id])})",
                              source=source, field=f"{read.field(i)}.{k}")
         index[task_id] = i
         ids.append(task_id)
@@ -216,10 +204,10 @@ def _read_split_layout(workflow: Mapping[str, Any], *, source: str) -> _Read:
             if "id" not in record:
                 raise TraceError("missing task id", source=source, field=field)
             if not isinstance(task_id, str) or not task_id:
-                raise TraceError(f"must be a non-empty task id string, got {_show(task_id)}", source=source, field=field)
-            raise TraceError(f"task id {_show(task_id)} is not in workflow.specification.tasks", source=source, field=field)
+                raise TraceError(f"must be a non-empty task id string, got {show(task_id)}", source=source, field=field)
+            raise TraceError(f"task id {show(task_id)} is not in workflow.specification.tasks", source=source, field=field)
         if measured_at[i] >= 0:
-            raise TraceError(f"duplicate execution record for task {_show(task_id)} (first at {read.measured_field(i)})",
+            raise TraceError(f"duplicate execution record for task {show(task_id)} (first at {read.measured_field(i)})",
                              source=source, field=f"workflow.execution.tasks[{j}].id")
         measured[i] = record
         measured_at[i] = j
@@ -283,7 +271,7 @@ def _graph(read: _Read, *, source: str) -> tuple[list[list[int]], list[int]]:
         if len(ps) > 1:
             parents[i] = ps = list(dict.fromkeys(ps))
         if i in ps:
-            raise TraceError(f"dependency cycle: task {_show(ids[i])} depends on itself",
+            raise TraceError(f"dependency cycle: task {show(ids[i])} depends on itself",
                              source=source, field=f"{read.field(i)}.parents")
         indegree[i] = len(ps)
         for j in ps:
@@ -325,11 +313,11 @@ def _raise_cycle(read: _Read, parents: list[list[int]], indegree: list[int], *, 
     loop.reverse()  # parent -> child order
     first = loop.index(min(loop))  # start at the task listed first in the trace
     loop = loop[first:] + loop[:first]
-    names = [_show(read.ids[i]) for i in loop]
+    names = [show(read.ids[i]) for i in loop]
     shown = names if len(names) <= 8 else [*names[:8], "..."]
     first = loop[0]
     raise TraceError(
-        f"dependency cycle through task {_show(read.ids[first])}: {' -> '.join(shown)} -> {names[0]}",
+        f"dependency cycle through task {show(read.ids[first])}: {' -> '.join(shown)} -> {names[0]}",
         source=source, field=f"{read.field(first)}.parents",
     )
 
@@ -359,13 +347,13 @@ def workload_from_wfcommons(
         raise ValueError(f"default_ram_mib must be an integer >= 1, got {default_ram_mib!r}")
     if not isinstance(doc, Mapping):
         raise TraceError(
-            f"not a WfCommons trace: expected a JSON object with schemaVersion and workflow, got {_type_name(doc)}",
+            f"not a WfCommons trace: expected a JSON object with schemaVersion and workflow, got {type_name(doc)}",
             source=source,
         )
     version = _schema_version(doc, source=source)
     workflow = doc.get("workflow")
     if not isinstance(workflow, Mapping):
-        what = "missing" if workflow is None else f"must be a mapping, got {_type_name(workflow)}"
+        what = "missing" if workflow is None else f"must be a mapping, got {type_name(workflow)}"
         raise TraceError(f"{what}: not a WfCommons trace", source=source, field="workflow")
     if "specification" in workflow:
         read = _read_split_layout(workflow, source=source)

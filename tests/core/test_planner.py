@@ -253,8 +253,30 @@ def test_ensure_reliable_capacity_covers_every_escalating_task():
     assert escalation_covered(out, t1), layout(out)
 
 
+def test_ensure_reliable_capacity_keeps_a_pinned_escalating_task_covered():
+    """Covering `pin` turns the reliable c5.large into an on-demand m5.xlarge; covering `big`
+    (20 GiB) must not then turn that node into an r5.xlarge, which `pin` may not use."""
+    pin = TaskSpec("pin", 2, 512, Preempt(1), instance_type="m5.xlarge")
+    big = TaskSpec("big", 1, 20 * GIB, Preempt(1))
+    rel = TaskSpec("r", 1, 512, RELIABLE)
+    nodes = [PackedNode(shape("c5.large", OD), (rel,)), PackedNode(shape("r5.xlarge", SPOT), (big,)),
+             PackedNode(shape("m5.xlarge", SPOT), (pin,))]
+    out = ensure_reliable_capacity(nodes, SHAPES, [pin, big, rel])
+    assert escalation_covered(out, big)
+    assert escalation_covered(out, pin), layout(out)
+
+
+def test_solve_covers_a_pinned_escalating_task():
+    pin = TaskSpec("pin", 2, 512, Preempt(1), instance_type="m5.xlarge")
+    big = TaskSpec("big", 1, 20 * GIB, Preempt(1))
+    rel = TaskSpec("r", 1, 512, RELIABLE)
+    for effort in (1, 2):
+        sol = solve([pin, big, rel], SHAPES, effort=effort)
+        assert_valid_plan(sol.nodes, [pin, big, rel])
+        assert escalation_covered(sol.nodes, pin) and escalation_covered(sol.nodes, big), layout(sol.nodes)
+
+
 def test_solve_covers_every_escalating_task():
-    # the same input through solve(): found as a planner bug, see the report
     t1 = TaskSpec("t1", 8, 1 * GIB, Preempt(2))
     t2 = TaskSpec("t2", 4, 20 * GIB, Preempt(2))
     filler = TaskSpec("f", 4, 100 * GIB, PREEMPTIBLE)

@@ -196,7 +196,7 @@ def test_reliable_only_plans_use_on_demand_only(ds):
 
 @examples(40)
 @given(st.lists(st.tuples(st.integers(1, 16), st.integers(256, 65536)), min_size=1, max_size=40))
-def test_preemptible_only_plans_buy_one_small_on_demand_node_at_most_once(ds):
+def test_preemptible_only_plans_leave_only_the_cheapest_on_demand_node_empty(ds):
     # nothing needs on-demand capacity except the one reliable node
     tasks = [TaskSpec(f"t{i}", c, r, PREEMPTIBLE) for i, (c, r) in enumerate(ds)]
     shapes = node_shapes(CATALOG)
