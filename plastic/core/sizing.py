@@ -39,6 +39,11 @@ def plan_workload(workload: Workload, catalog: Catalog, *, reserve: Reserve = Re
         raise PlanningError("no instance type of the catalog has capacity left after the reserve",
                             source=catalog.source or "catalog", field="reserve", binding_constraint="reserve")
     tasks = list(workload.tasks)
+    seen: set[str] = set()
+    for t in tasks:
+        if t.id in seen:
+            raise PlanningError("two tasks share this id", source=workload.source or None, field=t.id)
+        seen.add(t.id)
     check_placeable(tasks, shapes)
     assumptions = list(workload.assumptions)
     if options.concurrent or not tasks:

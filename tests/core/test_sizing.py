@@ -163,3 +163,9 @@ def _shapes():
     from plastic.core.model import node_shapes
 
     return node_shapes(CATALOG)
+
+
+def test_duplicate_task_ids_are_refused():
+    tasks = (TaskSpec("a", 1, 256), TaskSpec("a", 2, 512))
+    with pytest.raises(PlanningError, match="share"):
+        plan_workload(Workload(tasks), CATALOG)
