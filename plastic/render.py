@@ -18,9 +18,13 @@ def plan_as_yaml(plan: Plan) -> str:
     return yaml.safe_dump(plan_to_json(plan), sort_keys=False, default_flow_style=False)
 
 
-def plan_as_table(plan: Plan, *, width: int = 110) -> str:
+def plan_as_table(plan: Plan, *, width: int | None = None) -> str:
     """Clusters, types, counts, $/h, savings against all on-demand, distance to the lower bound."""
+    import shutil
+
     from rich.console import Console
+
+    width = width or max(100, shutil.get_terminal_size((120, 24)).columns)
     from rich.table import Table
 
     console = Console(width=width, record=True, file=_NullFile(), force_terminal=False, color_system=None)
