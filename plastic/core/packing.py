@@ -50,6 +50,14 @@ class OpenNode:
         if task.instance_type is not None:
             self.pinned_type = task.instance_type
 
+    def remove(self, task: TaskSpec) -> None:
+        self.tasks.remove(task)
+        self.free_vcpus += task.vcpus
+        self.free_ram_mib += task.ram_mib
+        self.has_reliable = any(not t.preempt.preemptible for t in self.tasks)
+        if task.instance_type is not None and not any(t.instance_type for t in self.tasks):
+            self.pinned_type = None
+
     @property
     def used(self) -> Resources:
         return Resources(self.shape.usable.vcpus - self.free_vcpus, self.shape.usable.ram_mib - self.free_ram_mib)
@@ -102,6 +110,65 @@ class _Pool:
             if best is None or slack < best[0]:
                 best = (slack, node)
         return best
+
+
+class OpenNodes:
+    """Every open node, indexed for the tightest-fit query, whatever the market or pin."""
+
+    def __init__(self, max_vcpus: int):
+        self.nodes: list[OpenNode] = []
+        self._on_demand, self._spot = _Pool(max_vcpus), _Pool(max_vcpus)
+        self._by_type: dict[str, list[OpenNode]] = {}
+        self._seq = count()
+
+    def open(self, shape: NodeShape, tasks: Sequence[TaskSpec] = ()) -> OpenNode:
+        node = OpenNode(shape, next(self._seq))
+        for t in tasks:
+            node.add(t)
+        self.nodes.append(node)
+        self._pool(node).insert(node)
+        self._by_type.setdefault(shape.instance_type.name, []).append(node)
+        return node
+
+    def _pool(self, node: OpenNode) -> _Pool:
+        return self._on_demand if node.shape.reliable else self._spot
+
+    def tightest(self, task: TaskSpec, prices: Prices, *, exclude: OpenNode | None = None) -> OpenNode | None:
+        """The node that `task` may use leaving the least dual-priced slack, or None."""
+        if task.instance_type is not None:
+            best: tuple[float, OpenNode] | None = None
+            for node in self._by_type.get(task.instance_type, ()):
+                if node is not exclude and node.fits(task) and (task.preempt.preemptible or node.shape.reliable):
+                    slack = prices.usd_per_vcpu_hour * (node.free_vcpus - task.vcpus) + \
+                        prices.usd_per_mib_hour * (node.free_ram_mib - task.ram_mib)
+                    if best is None or slack < best[0]:
+                        best = (slack, node)
+            return None if best is None else best[1]
+        cand = self._on_demand.best(task, prices)
+        if task.preempt.preemptible:
+            spot = self._spot.best(task, prices)
+            if spot is not None and (cand is None or spot[0] < cand[0]):
+                cand = spot
+        return None if cand is None else cand[1]
+
+    def put(self, node: OpenNode, task: TaskSpec) -> None:
+        pool = self._pool(node)
+        pool.remove(node)
+        node.add(task)
+        pool.insert(node)
+
+    def take(self, node: OpenNode, task: TaskSpec) -> None:
+        pool = self._pool(node)
+        pool.remove(node)
+        node.remove(task)
+        pool.insert(node)
+
+    def hide(self, node: OpenNode) -> None:
+        """Keep `node` out of tightest() answers (its pinned tasks aside) until show()."""
+        self._pool(node).remove(node)
+
+    def show(self, node: OpenNode) -> None:
+        self._pool(node).insert(node)
 
 
 ShapeChooser = Callable[[TaskSpec, int, Sequence[TaskSpec]], NodeShape]
@@ -192,52 +259,16 @@ def pack(
 
     Nodes of `initial` come first in the result, in their order; new nodes follow.
     Empty nodes are dropped unless `keep_empty`."""
-    max_vcpus = max(s.usable.vcpus for s in shapes)
-    od_pool, spot_pool = _Pool(max_vcpus), _Pool(max_vcpus)
-    pinned: dict[str, list[OpenNode]] = {}
-    nodes: list[OpenNode] = []
-    seq = count()
-
-    def register(node: OpenNode) -> None:
-        nodes.append(node)
-        (od_pool if node.shape.reliable else spot_pool).insert(node)
-        pinned.setdefault(node.shape.instance_type.name, []).append(node)
-
+    index = OpenNodes(max(s.usable.vcpus for s in shapes))
     for pn in initial:
-        node = OpenNode(pn.shape, next(seq))
-        for t in pn.tasks:
-            node.add(t)
-        register(node)
-
+        index.open(pn.shape, pn.tasks)
     for i, task in enumerate(ordered):
-        target: OpenNode | None = None
-        if task.instance_type is not None:
-            best_slack = None
-            for node in pinned.get(task.instance_type, ()):
-                if node.fits(task) and (task.preempt.preemptible or node.shape.reliable):
-                    slack = prices.usd_per_vcpu_hour * (node.free_vcpus - task.vcpus) + \
-                        prices.usd_per_mib_hour * (node.free_ram_mib - task.ram_mib)
-                    if best_slack is None or slack < best_slack:
-                        best_slack, target = slack, node
-        else:
-            cand = od_pool.best(task, prices)
-            if task.preempt.preemptible:
-                s = spot_pool.best(task, prices)
-                if s is not None and (cand is None or s[0] < cand[0]):
-                    cand = s
-            if cand is not None:
-                target = cand[1]
+        target = index.tightest(task, prices)
         if target is None:
-            shape = choose_shape(task, i, ordered)
-            target = OpenNode(shape, next(seq))
-            target.add(task)
-            register(target)
-            continue
-        pool = od_pool if target.shape.reliable else spot_pool
-        pool.remove(target)
-        target.add(task)
-        pool.insert(target)
-    return [PackedNode(n.shape, tuple(n.tasks)) for n in nodes if n.tasks or keep_empty]
+            index.open(choose_shape(task, i, ordered), (task,))
+        else:
+            index.put(target, task)
+    return [PackedNode(n.shape, tuple(n.tasks)) for n in index.nodes if n.tasks or keep_empty]
 
 
 def cheapest_holding(task: TaskSpec, shapes: Sequence[NodeShape]) -> NodeShape:

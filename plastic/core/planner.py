@@ -24,15 +24,15 @@ from plastic.core.errors import PlanningError
 from plastic.core.lower_bound import LowerBound, Prices, lower_bound
 from plastic.core.model import Market, NodeShape, TaskSpec
 from plastic.core.packing import (
-    PackedNode,
-    _Pool,
     OpenNode,
+    OpenNodes,
+    PackedNode,
     ShapeMenu,
     allowed_on,
     pack,
-    shape_holds,
     unplaceable,
 )
+
 
 @dataclass(frozen=True, slots=True)
 class Solution:
@@ -167,58 +167,33 @@ def consolidate(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], prices
     """Try to empty the least useful nodes into the free room of the others."""
     if len(nodes) < 2:
         return list(nodes)
-    max_vcpus = max(s.usable.vcpus for s in shapes)
-    od_pool, spot_pool = _Pool(max_vcpus), _Pool(max_vcpus)
-    open_nodes: list[OpenNode] = []
-    for i, pn in enumerate(nodes):
-        node = OpenNode(pn.shape, i)
-        for t in pn.tasks:
-            node.add(t)
-        open_nodes.append(node)
-        (od_pool if node.shape.reliable else spot_pool).insert(node)
+    index = OpenNodes(max(s.usable.vcpus for s in shapes))
+    for pn in nodes:
+        index.open(pn.shape, pn.tasks)
 
     def usefulness(n: OpenNode) -> float:
         # dual value hosted per dollar: low means the node is a poor buy
         return sum(_value(t, prices) for t in n.tasks) / n.shape.usd_per_hour
 
-    candidates = sorted(open_nodes, key=usefulness)[:max_attempts]
     removed: set[int] = set()
-    for victim in candidates:
-        pool_v = od_pool if victim.shape.reliable else spot_pool
-        pool_v.remove(victim)
+    for victim in sorted(index.nodes, key=usefulness)[:max_attempts]:
+        if victim.pinned_type is not None:
+            continue
+        index.hide(victim)
         moves: list[tuple[OpenNode, TaskSpec]] = []
-        ok = True
-        for t in sorted(victim.tasks, key=lambda t: (-t.vcpus, -t.ram_mib)):
-            if t.instance_type is not None:
-                ok = False
+        for t in sorted(victim.tasks, key=lambda t: (-t.vcpus, -t.ram_mib, t.id)):
+            target = index.tightest(t, prices, exclude=victim)
+            if target is None:
                 break
-            cand = od_pool.best(t, prices)
-            if t.preempt.preemptible:
-                s = spot_pool.best(t, prices)
-                if s is not None and (cand is None or s[0] < cand[0]):
-                    cand = s
-            if cand is None:
-                ok = False
-                break
-            target = cand[1]
-            pool = od_pool if target.shape.reliable else spot_pool
-            pool.remove(target)
-            target.add(t)
-            pool.insert(target)
+            index.put(target, t)
             moves.append((target, t))
-        if ok:
+        else:
             removed.add(victim.seq)
             continue
         for target, t in reversed(moves):  # undo
-            pool = od_pool if target.shape.reliable else spot_pool
-            pool.remove(target)
-            target.tasks.remove(t)
-            target.free_vcpus += t.vcpus
-            target.free_ram_mib += t.ram_mib
-            target.has_reliable = any(not x.preempt.preemptible for x in target.tasks)
-            pool.insert(target)
-        pool_v.insert(victim)
-    return [PackedNode(n.shape, tuple(n.tasks)) for n in open_nodes if n.seq not in removed and n.tasks]
+            index.take(target, t)
+        index.show(victim)
+    return [PackedNode(n.shape, tuple(n.tasks)) for n in index.nodes if n.seq not in removed and n.tasks]
 
 
 def improve_by_moves(nodes: Sequence[PackedNode], shapes: Shapes, max_rounds: int = 4) -> list[PackedNode]:

@@ -25,12 +25,12 @@ from plastic.core.planner import (
     dual_values,
     ensure_reliable_capacity,
     lookahead_chooser,
-    right_size,
     solve,
     sort_nodes,
     value_order,
 )
 from plastic.core.waves import find_waves
+
 
 def plan_workload(workload: Workload, catalog: Catalog, *, reserve: Reserve = Reserve(),
                   options: PlanOptions = PlanOptions()) -> Plan:
