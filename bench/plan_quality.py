@@ -43,8 +43,8 @@ if str(REPO) not in sys.path:
 
 from bench.baselines import (  # noqa: E402
     all_on_demand,
-    check_packing,
     cheapest_on_demand,
+    check_packing,
     ensure_on_demand_node,
     naive_ffd,
     toil_binpacked_fit,

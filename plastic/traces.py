@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from plastic.core.errors import TraceError
-from plastic.fileio import read_text
 from plastic.core.model import Workload
 from plastic.core.wfcommons import workload_from_wfcommons
+from plastic.fileio import read_text
 
 log = logging.getLogger(__name__)
 
