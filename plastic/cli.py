@@ -142,6 +142,11 @@ def inspect(workflow: str, job: str | None, no_infer_preempt: bool, scatter_widt
     render_table(wf, console)
 
 
+from plastic.local.cli import local_group  # noqa: E402 - the `plastic local` commands (aiohttp loads lazily)
+
+cli.add_command(local_group)
+
+
 def main() -> None:
     """Entry point: one clear line and a non-zero exit for every expected error."""
     try:

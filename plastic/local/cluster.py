@@ -1,0 +1,366 @@
+"""The running local cluster: one asyncio loop holding the master state, the agents' processes,
+the subscription streams and the IMDS servers, and carrying out the state machine's effects.
+
+Time: the state machine keeps every deadline in one heap; the cluster arms a
+single loop timer for the earliest one and calls `state.advance()` when it
+fires.  Offers: after anything that frees or changes resources the cluster
+runs one allocation pass a couple of milliseconds later, so a burst of task
+exits becomes one OFFERS event covering every agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from plastic.local.agent import LAUNCHER_THREADS, MARKER_ENV, AgentRuntime
+from plastic.local.config import AgentSpec, ClusterSpec
+from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
+from plastic.local.imds import InstanceMetadata
+from plastic.local.state import MasterState
+from plastic.mesos.recordio import encode
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Options:
+    host: str = "127.0.0.1"
+    port: int = 5050
+    heartbeat_s: float = 15.0
+    agent_ping_timeout_s: float = 15.0
+    update_retry_s: float = 10.0
+    interrupt_rate_per_min: float | None = None
+    interrupt_notice_s: float = 120.0
+    seed: int | None = None
+    kill_grace_s: float = 3.0
+    allocation_delay_s: float = 0.002
+    replace_after_s: float | None = None  # a lost agent is replaced by a new one (new id) after this delay
+    launcher_threads: int = LAUNCHER_THREADS  # 0: fork/exec on the event loop's thread
+    workdir: Path | None = None  # None: the per-user default, keyed by the port actually bound
+
+
+class Stream:
+    """One open SUBSCRIBE response: events are queued and written one RecordIO record per chunk."""
+
+    def __init__(self, stream_id: str):
+        self.stream_id = stream_id
+        self.queue: deque[bytes | None] = deque()
+        self.wakeup = asyncio.Event()
+        self.ended = False
+
+    def push(self, record: bytes | None) -> None:
+        self.queue.append(record)
+        self.wakeup.set()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(512)
+    sock.setblocking(False)
+    return sock
+
+
+class Cluster:
+    """Master + agents in one process."""
+
+    def __init__(self, spec: ClusterSpec, options: Options):
+        self.spec = spec
+        self.options = options
+        self.cluster_id = uuid.uuid4().hex[:12]
+        self.state: MasterState | None = None
+        self.agents: dict[str, AgentRuntime] = {}
+        self.imds: dict[str, tuple[web.AppRunner, str]] = {}
+        self.agent_runners: list[web.AppRunner] = []
+        self.streams: dict[str, Stream] = {}
+        self.runner: web.AppRunner | None = None
+        self._base_env: dict[str, str] = {}
+        self._launcher = (ThreadPoolExecutor(max_workers=options.launcher_threads, thread_name_prefix="plastic-launch")
+                          if options.launcher_threads > 0 else None)
+        self.port = options.port
+        self.stopped = asyncio.Event()
+        self.shutdown_requested = asyncio.Event()
+        self._pending: deque = deque()
+        self._applying = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._alloc_scheduled = False
+        self._background: set[asyncio.Task] = set()
+        self.sandboxes: dict[tuple[str, str], str] = {}
+
+    @property
+    def master_url(self) -> str:
+        return f"http://{self.options.host}:{self.port}"
+
+    # ================================================================ start / stop
+    async def start(self) -> None:
+        from plastic.local.master import make_app
+        from plastic.local.supervisor import default_workdir
+
+        opts = self.options
+        sock = bind_socket(opts.host, opts.port)
+        self.port = sock.getsockname()[1]
+        if opts.workdir is None:
+            opts.workdir = default_workdir(self.port)
+        opts.workdir.mkdir(parents=True, exist_ok=True)
+        import random
+
+        rng = random.Random(opts.seed) if opts.seed is not None else random.Random()
+        now = time.time()
+        master_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        self.state = MasterState(master_id=master_id, host=opts.host, port=self.port, heartbeat_s=opts.heartbeat_s,
+                                 agent_ping_timeout_s=opts.agent_ping_timeout_s, update_retry_s=opts.update_retry_s,
+                                 interrupt_rate_per_min=opts.interrupt_rate_per_min,
+                                 interrupt_notice_s=opts.interrupt_notice_s, kill_grace_s=opts.kill_grace_s,
+                                 rng=rng, now=now)
+        self._base_env = dict(os.environ)
+        self._base_env[MARKER_ENV] = self.cluster_id
+        for spec in self.spec.agents:
+            await self.add_agent(spec)
+        self.runner = web.AppRunner(make_app(self), handler_cancellation=True, access_log=None,
+                                    shutdown_timeout=1.0)
+        await self.runner.setup()
+        await web.SockSite(self.runner, sock).start()
+        self._rearm()
+        log.info("local master at %s with %d agents", self.master_url, len(self.agents))
+
+    async def add_agent(self, spec: AgentSpec) -> str:
+        """Register one more agent (at start, or replacing an interrupted one)."""
+        assert self.state is not None and self.options.workdir is not None
+        agent_sock = bind_socket(self.options.host, 0)
+        agent_id = self.state.add_agent(spec, port=agent_sock.getsockname()[1], now=time.time())
+        self.agents[agent_id] = AgentRuntime(agent_id, self.options.workdir, self._on_status, base_env=self._base_env,
+                                             launcher=self._launcher)
+        await self._serve_agent(agent_id, agent_sock)
+        if spec.preemptible:
+            await self._serve_imds(agent_id)
+        return agent_id
+
+    async def _replace(self, spec: AgentSpec, delay: float) -> None:
+        await asyncio.sleep(delay)
+        if not self.shutdown_requested.is_set():
+            agent_id = await self.add_agent(spec)
+            log.info("agent %s joined in place of a lost %s agent", agent_id, spec.cluster)
+            self.apply([])  # offer it
+
+    async def _serve_agent(self, agent_id: str, sock: socket.socket) -> None:
+        """A minimal agent endpoint (health and state) so the port in offers answers."""
+        app = web.Application()
+
+        async def health(_request: web.Request) -> web.Response:
+            return web.Response(status=200)
+
+        async def state(_request: web.Request) -> web.Response:
+            return web.json_response(self.agent_summary(agent_id))
+
+        app.router.add_get("/health", health)
+        app.router.add_get("/state", state)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        self.agent_runners.append(runner)
+
+    async def _serve_imds(self, agent_id: str) -> None:
+        assert self.state is not None
+        agent = self.state.agents[agent_id]
+        meta = InstanceMetadata("i-" + uuid.uuid4().hex[:17], agent.spec.instance_type or "local.preemptible",
+                                lambda: (agent.notice_time, agent.rebalance_time))
+        runner = web.AppRunner(meta.app(), access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        sock = bind_socket(self.options.host, 0)
+        url = f"http://{self.options.host}:{sock.getsockname()[1]}"
+        await web.SockSite(runner, sock).start()
+        self.imds[agent_id] = (runner, url)
+        agent.imds_url = url
+        agent.instance_id = meta.instance_id  # type: ignore[attr-defined]
+
+    def request_shutdown(self) -> None:
+        self.shutdown_requested.set()
+
+    async def stop(self) -> None:
+        """Kill every task, end every stream, close every server."""
+        self.shutdown_requested.set()
+        if self._timer is not None:
+            self._timer.cancel()
+        from plastic.local.supervisor import sweep
+
+        for rt in self.agents.values():
+            rt.die()
+        await asyncio.gather(*(rt.wait_all(timeout=5.0) for rt in self.agents.values()))
+        if self._launcher is not None:
+            self._launcher.shutdown(wait=True)
+        sweep(self.cluster_id)
+        for stream in list(self.streams.values()):
+            stream.push(None)
+        await asyncio.sleep(0)
+        for runner, _ in self.imds.values():
+            await runner.cleanup()
+        self.imds.clear()
+        for runner in self.agent_runners:
+            await runner.cleanup()
+        if self.runner is not None:
+            await self.runner.cleanup()
+        for t in list(self._background):
+            t.cancel()
+        self.stopped.set()
+
+    # ================================================================ effects
+    def apply(self, effects: list) -> None:
+        """Carry out effects in order; effects produced meanwhile (agent callbacks) queue behind."""
+        self._pending.extend(effects)
+        if self._applying:
+            return
+        self._applying = True
+        try:
+            while self._pending:
+                self._do(self._pending.popleft())
+        finally:
+            self._applying = False
+        self._rearm()
+        assert self.state is not None
+        if self.state.needs_allocation and not self._alloc_scheduled:
+            self._alloc_scheduled = True
+            asyncio.get_running_loop().call_later(self.options.allocation_delay_s, self._allocate)
+
+    def _do(self, eff: Any) -> None:
+        if isinstance(eff, Send):
+            stream = self.streams.get(eff.stream_id)
+            if stream is not None and not stream.ended:
+                stream.push(frame(eff.event))
+        elif isinstance(eff, EndStream):
+            stream = self.streams.get(eff.stream_id)
+            if stream is not None and not stream.ended:
+                stream.ended = True
+                stream.push(None)
+        elif isinstance(eff, Launch):
+            rt = self.agents[eff.agent_id]
+            sandbox = rt.launch(eff.framework_id, eff.task_id, eff.task_info, eff.container_id)
+            if sandbox is not None:
+                self.sandboxes[(eff.framework_id, eff.task_id)] = str(sandbox)
+                while len(self.sandboxes) > 20000:
+                    del self.sandboxes[next(iter(self.sandboxes))]
+        elif isinstance(eff, Kill):
+            self.agents[eff.agent_id].kill(eff.framework_id, eff.task_id, reason=eff.reason, grace_s=eff.grace_s,
+                                           killing_state=eff.killing_state, silent=eff.silent)
+        elif isinstance(eff, KillAgent):
+            self.kill_agent(eff.agent_id, eff.cause)
+
+    def _on_status(self, agent_id: str, framework_id: str, task_id: str, st: dict[str, Any]) -> None:
+        assert self.state is not None
+        self.apply(self.state.task_status(agent_id, framework_id, task_id, st, time.time()))
+
+    def _allocate(self) -> None:
+        self._alloc_scheduled = False
+        assert self.state is not None
+        self.apply(self.state.allocate(time.time()))
+
+    def _rearm(self) -> None:
+        assert self.state is not None
+        deadline = self.state.next_deadline()
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = None
+        if deadline is not None:
+            delay = max(0.0, deadline - time.time())
+            self._timer = asyncio.get_running_loop().call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        assert self.state is not None
+        self._timer = None
+        self._timer_at = None
+        self.apply(self.state.advance(time.time()))
+
+    # ================================================================ agent deaths
+    def kill_agent(self, agent_id: str, cause: str = "killed") -> None:
+        """The agent dies without notice: its process groups are SIGKILLed, its IMDS goes away."""
+        assert self.state is not None
+        rt = self.agents.get(agent_id)
+        if rt is None or not rt.alive:
+            return
+        pids = rt.die()
+        from plastic.local.supervisor import sweep
+
+        strays = sweep(self.cluster_id, agent_id)
+        log.info("agent %s died (%s); killed %d task(s) and %d stray process(es)", agent_id, cause, len(pids),
+                 strays)
+        entry = self.imds.pop(agent_id, None)
+        if entry is not None:
+            self._spawn(entry[0].cleanup())
+        self.apply(self.state.agent_lost(agent_id, time.time(), cause))
+        if self.options.replace_after_s is not None:
+            self._spawn(self._replace(self.state.agents[agent_id].spec, self.options.replace_after_s))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ================================================================ views
+    def agent_summary(self, agent_id: str) -> dict[str, Any]:
+        assert self.state is not None
+        a = self.state.agents[agent_id]
+        status = "removed" if a.removed else "dead" if not a.connected else (
+            ("draining" if a.drain["state"] == "DRAINING" else "drained") if a.drain else
+            "deactivated" if a.deactivated else "active")
+        free = (a.total - a.used).ordered_like(a.total)
+        return {
+            "id": a.id, "cluster": a.spec.cluster, "instance_type": a.spec.instance_type,
+            "preemptible": a.spec.preemptible, "node_id": a.spec.node_id, "status": status,
+            "port": a.port, "imds_url": a.imds_url, "instance_id": getattr(a, "instance_id", None),
+            "attributes": {k: v for k, v in a.spec.all_attributes()},
+            "resources": {"total": a.total.summary(), "used": a.used.summary(), "offered": a.offered.summary(),
+                          "free": free.summary()},
+            "tasks": sum(1 for f, t in a.tasks if not self.state.frameworks[f].tasks[t].terminal),
+            "interruption": {
+                "notice_time": a.notice_time, "rebalance_time": a.rebalance_time,
+                "died_at": a.died_at, "death_cause": a.death_cause,
+            },
+            "pids": self.agents[agent_id].pids(),
+        }
+
+    def status(self) -> dict[str, Any]:
+        assert self.state is not None
+        st = self.state
+        frameworks = []
+        counts: dict[str, int] = {}
+        for fw in list(st.frameworks.values()):
+            for t in fw.tasks.values():
+                counts[t.state] = counts.get(t.state, 0) + 1
+            frameworks.append({"id": fw.id, "name": fw.info.get("name"), "connected": fw.connected,
+                               "suppressed": fw.suppressed, "active_tasks": len(fw.tasks),
+                               "unreachable_tasks": len(fw.unreachable), "offers": len(fw.offers),
+                               "capabilities": sorted(c for c in fw.capabilities if c)})
+        return {
+            "master_url": self.master_url, "master_id": st.master_id, "pid": os.getpid(),
+            "cluster_id": self.cluster_id, "workdir": str(self.options.workdir),
+            "heartbeat_seconds": st.heartbeat_s, "agent_ping_timeout_seconds": st.agent_ping_timeout_s,
+            "interrupt_rate_per_min": st.interrupt_rate_per_min,
+            "agents": [self.agent_summary(a) for a in st.agents],
+            "frameworks": frameworks,
+            "completed_frameworks": [{"id": f.id, "name": f.info.get("name")} for f in st.completed_frameworks.values()],
+            "task_states": counts, "tasks_launched": st.launched,
+            "interruptions": [{"agent_id": a.id, "notice_time": a.notice_time, "rebalance_time": a.rebalance_time}
+                              for a in st.agents.values() if a.notice_time or a.rebalance_time],
+        }
+
+
+def frame(event: dict[str, Any]) -> bytes:
+    """One event as one RecordIO record of compact JSON, as a real master writes it."""
+    return encode(json.dumps(event, separators=(",", ":")).encode())

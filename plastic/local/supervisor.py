@@ -1,0 +1,258 @@
+"""Running a local cluster: in the foreground, as a daemon, or as a child of a test; and stopping it.
+
+The serving process writes a state file (pid, master URL, agents with their
+ids and IMDS URLs) once the master answers, and removes it on a clean exit.
+It stops on SIGTERM/SIGINT, on POST /plastic/shutdown, and, given
+`--parent-pid`, when that process dies (so a test run cannot leave it behind).
+Every task process carries PLASTIC_LOCAL_CLUSTER_ID in its environment, which
+lets `down` sweep up anything left if the server itself had to be SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from plastic.local.agent import MARKER_ENV
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "state.json"
+
+
+def base_dir() -> Path:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
+        return Path(runtime) / "plastic-local"
+    return Path(tempfile.gettempdir()) / f"plastic-local-{os.getuid()}"
+
+
+def default_workdir(port: int) -> Path:
+    return base_dir() / str(port)
+
+
+def write_json_atomically(path: Path, doc: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, path)
+
+
+def read_state(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return fields[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def marked_pids(cluster_id: str, agent_id: str | None = None) -> list[int]:
+    """Processes whose environment carries this cluster's marker (tasks of the cluster, or of one agent)."""
+    needle = f"{MARKER_ENV}={cluster_id}".encode()
+    agent_needle = f"MESOS_AGENT_ID={agent_id}".encode() if agent_id else None
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        items = env.split(b"\0")
+        if needle in items and (agent_needle is None or agent_needle in items):
+            found.append(int(entry))
+    return [p for p in found if pid_alive(p)]
+
+
+def sweep(cluster_id: str, agent_id: str | None = None) -> int:
+    """SIGKILL every process (and its group) of the cluster (or of one of its agents); returns how many.
+
+    This catches what a task started in a session of its own, out of reach of its process group."""
+    pids = marked_pids(cluster_id, agent_id)
+    for pid in pids:
+        kill_hard(pid)
+    return len(pids)
+
+
+def kill_hard(pid: int) -> None:
+    """SIGKILL the process group led by pid (if any) and the process itself."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+# ==================================================================== serving
+async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid: int | None,
+                on_ready: Any = None) -> None:
+    """Run the cluster until asked to stop."""
+    from plastic.local.cluster import Cluster
+
+    cluster = Cluster(spec, options)
+    loop = asyncio.get_running_loop()
+    await cluster.start()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, cluster.request_shutdown)
+    pidfd = None
+    if parent_pid:
+        try:
+            pidfd = os.pidfd_open(parent_pid)
+            loop.add_reader(pidfd, cluster.request_shutdown)
+        except OSError:
+            cluster.request_shutdown()
+    assert options.workdir is not None
+    path = state_file or Path(options.workdir) / STATE_FILE
+    status = cluster.status()
+    doc = {"pid": os.getpid(), "pgid": os.getpgid(0), "master_url": cluster.master_url, "port": cluster.port,
+           "cluster_id": cluster.cluster_id, "workdir": str(options.workdir), "started": time.time(),
+           "log": os.environ.get("PLASTIC_LOCAL_LOG"),
+           "agents": [{k: a[k] for k in ("id", "cluster", "instance_type", "preemptible", "node_id", "port",
+                                          "imds_url", "instance_id", "attributes")} | {"total": a["resources"]["total"]}
+                      for a in status["agents"]]}
+    write_json_atomically(path, doc)
+    if on_ready is not None:
+        on_ready(cluster, doc)
+    try:
+        await cluster.shutdown_requested.wait()
+    finally:
+        log.info("stopping the local cluster at %s", cluster.master_url)
+        if pidfd is not None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+        await cluster.stop()
+        current = read_state(path)
+        if current is not None and current.get("pid") == os.getpid():
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+
+def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None, state_file: str | None,
+               heartbeat: float, ping_timeout: float, interrupt_rate: float | None, notice: float,
+               seed: int | None, update_retry: float, kill_grace: float, parent_pid: int | None,
+               replace_after: float | None = None, verbose: int = 0) -> list[str]:
+    """The command line of a serving child process."""
+    args = [sys.executable, "-m", "plastic.local"]
+    args += ["-v"] * verbose
+    args += ["serve", source_flag, source, "--port", str(port), "--heartbeat-seconds", repr(heartbeat),
+             "--agent-ping-timeout-seconds", repr(ping_timeout), "--interrupt-notice-seconds", repr(notice),
+             "--update-retry-seconds", repr(update_retry), "--kill-grace-seconds", repr(kill_grace)]
+    if workdir:
+        args += ["--workdir", workdir]
+    if state_file:
+        args += ["--state-file", state_file]
+    if interrupt_rate is not None:
+        args += ["--interrupt-rate", repr(interrupt_rate)]
+    if seed is not None:
+        args += ["--seed", str(seed)]
+    if replace_after is not None:
+        args += ["--replace-after-seconds", repr(replace_after)]
+    if parent_pid:
+        args += ["--parent-pid", str(parent_pid)]
+    return args
+
+
+def spawn(args: list[str], *, state_file: Path, log_file: Path, timeout: float) -> tuple[subprocess.Popen, dict]:
+    """Start a serving process in its own session; wait for its state file and for /version to answer."""
+    import httpx
+
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        state_file.unlink()
+    except FileNotFoundError:
+        pass
+    env = dict(os.environ, PLASTIC_LOCAL_LOG=str(log_file))
+    with open(log_file, "ab") as logfh:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=logfh, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True, env=env)
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the local cluster exited with status {proc.returncode} before it was ready:\n"
+                               + tail(log_file))
+        doc = read_state(state_file)
+        if doc is not None and doc.get("pid") == proc.pid:
+            try:
+                if httpx.get(doc["master_url"] + "/version", timeout=2.0).status_code == 200:
+                    return proc, doc
+            except httpx.HTTPError:
+                pass
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.1)
+    terminate(proc.pid, None, timeout=2.0)
+    raise TimeoutError(f"the local cluster did not answer within {timeout:.0f}s:\n" + tail(log_file))
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def terminate(pid: int, cluster_id: str | None, *, timeout: float = 10.0, master_url: str | None = None) -> bool:
+    """Stop a serving process: shutdown call or SIGTERM, then SIGKILL; then sweep its tasks. True if it was running."""
+    was_running = pid_alive(pid)
+    if was_running and master_url:
+        import httpx
+
+        try:
+            httpx.post(master_url + "/plastic/shutdown", timeout=2.0)
+        except httpx.HTTPError:
+            pass
+    if was_running:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        _reap(pid)
+        time.sleep(0.02)
+    if pid_alive(pid):
+        log.warning("the local cluster (pid %d) did not stop in %.0fs: SIGKILL", pid, timeout)
+        kill_hard(pid)
+        end = time.monotonic() + 5.0
+        while pid_alive(pid) and time.monotonic() < end:
+            _reap(pid)
+            time.sleep(0.02)
+    _reap(pid)
+    if cluster_id:
+        sweep(cluster_id)
+    return was_running
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

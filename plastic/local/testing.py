@@ -1,0 +1,218 @@
+"""LocalCluster: a local Mesos-API cluster as a child process, for tests and benchmarks.
+
+    from plastic.local.testing import LocalCluster
+
+    spec = {"clusters": [
+        {"name": "core", "count": 1, "cpus": 4, "mem_mib": 8192, "preemptible": False},
+        {"name": "burst-small", "count": 2, "cpus": 1, "mem_mib": 2048, "preemptible": True},
+    ]}
+    with LocalCluster(spec, agent_ping_timeout_seconds=1.0) as cluster:
+        cluster.master_url            # "http://127.0.0.1:PORT": POST /api/v1/scheduler, /api/v1, GET /version
+        cluster.agents                # [AgentInfo(id, cluster, preemptible, instance_type, attributes,
+                                      #            imds_url, port, node_id, total)], in agent-id order
+        cluster.agents_in("burst-small")
+        cluster.interrupt(agent_id, notice_seconds=2.0)   # IMDS shows the notice; the agent dies at that time
+        cluster.interrupt(agent_id, rebalance_only=True)  # only a rebalance recommendation
+        cluster.kill_agent(agent_id)  # dies now, without notice: offers rescinded at once, tasks reported
+                                      # TASK_UNREACHABLE / TASK_LOST after agent_ping_timeout_seconds
+        cluster.status()              # the /plastic/status document (agents, resources, tasks, frameworks)
+        cluster.sandbox(task_id)      # Path of the task's sandbox (stdout, stderr files)
+        cluster.refresh()             # re-read agents (with replace_after_seconds, lost agents come back
+                                      # as new agents with new ids)
+        cluster.log_tail()            # the cluster's log (verbose=1|2 for more)
+    # leaving the block stops the child: every task process group is killed
+
+`spec_or_yaml` is a CLUSTER.yaml mapping, a path to CLUSTER.yaml or to a plan
+JSON, YAML text, or a plastic.local.config.ClusterSpec.  The child runs
+`python -m plastic.local serve` in its own session on a free port, watches the
+test process (it stops by itself if that dies), and is stopped with
+SIGTERM (then SIGKILL of its process group and of any task left) by `stop()`.
+
+Defaults are those of a real master except where tests need speed: pass
+`agent_ping_timeout_seconds=1.0` to see agent losses after one second, and
+`heartbeat_seconds` to see HEARTBEAT events more often.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import httpx
+
+from plastic.local import supervisor as sup
+from plastic.local.config import ClusterSpec, coerce_spec
+
+__all__ = ["AgentInfo", "LocalCluster"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    id: str
+    cluster: str
+    preemptible: bool
+    instance_type: str | None
+    attributes: dict[str, Any]
+    imds_url: str | None  # EC2 instance-metadata endpoint (preemptible agents only)
+    port: int
+    node_id: str | None = None  # the planned node, for clusters made from a plan
+    total: dict[str, float] = field(default_factory=dict)  # cpus, mem, disk
+
+
+class LocalCluster:
+    """A running local cluster in a child process (see the module docstring)."""
+
+    def __init__(self, spec_or_yaml: Any, *, heartbeat_seconds: float = 15.0,
+                 agent_ping_timeout_seconds: float = 15.0, interrupt_rate: float | None = None,
+                 interrupt_notice_seconds: float = 120.0, seed: int | None = None,
+                 update_retry_seconds: float = 10.0, kill_grace_seconds: float = 3.0,
+                 replace_after_seconds: float | None = None,
+                 workdir: str | os.PathLike[str] | None = None, start_timeout: float = 30.0,
+                 verbose: int = 0):
+        self.spec: ClusterSpec = coerce_spec(spec_or_yaml)
+        self.heartbeat_seconds = heartbeat_seconds
+        self.agent_ping_timeout_seconds = agent_ping_timeout_seconds
+        self.interrupt_rate = interrupt_rate
+        self.interrupt_notice_seconds = interrupt_notice_seconds
+        self.seed = seed
+        self.update_retry_seconds = update_retry_seconds
+        self.kill_grace_seconds = kill_grace_seconds
+        self.replace_after_seconds = replace_after_seconds
+        self.start_timeout = start_timeout
+        self.verbose = verbose
+        self.workdir = Path(workdir) if workdir is not None else None
+        self.master_url: str = ""
+        self.port: int = 0
+        self.pid: int | None = None
+        self.cluster_id: str | None = None
+        self.agents: list[AgentInfo] = []
+        self._proc: Any = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> Self:
+        if self._proc is not None:
+            return self
+        if self.workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="plastic-local-")
+            self.workdir = Path(self._tmp.name)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        spec_file = self.workdir / "spec.json"
+        spec_file.write_text(self.spec.to_json())
+        state_file = self.workdir / sup.STATE_FILE
+        args = sup.serve_args(source_flag="--spec", source=str(spec_file), port=0, workdir=str(self.workdir),
+                              state_file=str(state_file), heartbeat=self.heartbeat_seconds,
+                              ping_timeout=self.agent_ping_timeout_seconds, interrupt_rate=self.interrupt_rate,
+                              notice=self.interrupt_notice_seconds, seed=self.seed,
+                              update_retry=self.update_retry_seconds, kill_grace=self.kill_grace_seconds,
+                              replace_after=self.replace_after_seconds, parent_pid=os.getpid(),
+                              verbose=self.verbose)
+        try:
+            self._proc, doc = sup.spawn(args, state_file=state_file, log_file=self.workdir / "cluster.log",
+                                        timeout=self.start_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.pid = self._proc.pid
+        self.master_url = doc["master_url"]
+        self.port = int(doc["port"])
+        self.cluster_id = doc["cluster_id"]
+        self.agents = [_agent_info(a) for a in doc["agents"]]
+        return self
+
+    def refresh(self) -> list[AgentInfo]:
+        """Re-read the agents (replacements of lost agents join with new ids); dead ones are left out."""
+        self.agents = [_agent_info(a | {"total": a["resources"]["total"]}) for a in self.status()["agents"]
+                       if a["status"] not in ("dead", "removed")]
+        return self.agents
+
+    def stop(self) -> None:
+        """Stop the cluster and every process it started (idempotent)."""
+        if self._proc is not None:
+            sup.terminate(self._proc.pid, self.cluster_id, timeout=10.0)
+            try:
+                self._proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                log.warning("the local cluster (pid %d) is still there after SIGKILL", self._proc.pid)
+            self._proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __del__(self) -> None:  # a forgotten cluster must not outlive its owner
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
+    # ------------------------------------------------------------ queries and chaos
+    def agent(self, agent_id: str) -> AgentInfo:
+        for a in self.agents:
+            if a.id == agent_id:
+                return a
+        raise KeyError(agent_id)
+
+    def agents_in(self, cluster: str) -> list[AgentInfo]:
+        return [a for a in self.agents if a.cluster == cluster]
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        resp = httpx.post(self.master_url + path, json=body, timeout=10.0)
+        if resp.status_code >= 400:
+            raise RuntimeError(f"{path}: {resp.status_code} {resp.text}")
+        return resp.json()
+
+    def status(self) -> dict[str, Any]:
+        resp = httpx.get(self.master_url + "/plastic/status", timeout=10.0)
+        resp.raise_for_status()
+        return resp.json()
+
+    def interrupt(self, agent_id: str, notice_seconds: float = 120.0, *, rebalance_only: bool = False) -> dict:
+        """Schedule a spot interruption: the agent's IMDS shows it now, the agent dies after notice_seconds."""
+        return self._post("/plastic/interrupt", {"agent_id": agent_id, "notice_seconds": notice_seconds,
+                                                 "rebalance_only": rebalance_only})["interrupted"][0]
+
+    def interrupt_cluster(self, cluster: str, notice_seconds: float = 120.0) -> list[dict]:
+        return self._post("/plastic/interrupt", {"cluster": cluster, "notice_seconds": notice_seconds})["interrupted"]
+
+    def kill_agent(self, agent_id: str) -> None:
+        """The agent dies now, without notice, with all its tasks."""
+        self._post("/plastic/kill-agent", {"agent_id": agent_id})
+
+    def sandbox(self, task_id: str, framework_id: str | None = None) -> Path:
+        params = {"task_id": task_id} | ({"framework_id": framework_id} if framework_id else {})
+        resp = httpx.get(self.master_url + "/plastic/sandbox", params=params, timeout=10.0)
+        if resp.status_code == 404:
+            raise KeyError(task_id)
+        resp.raise_for_status()
+        return Path(resp.json()["sandbox"])
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The end of the cluster's log (start it with verbose=1 or 2 for more)."""
+        assert self.workdir is not None
+        return sup.tail(self.workdir / "cluster.log", lines)
+
+    def task_pids(self) -> list[int]:
+        """Pids of the task processes the cluster still runs."""
+        return [p for a in self.status()["agents"] for p in a["pids"]]
+
+
+def _agent_info(a: dict[str, Any]) -> AgentInfo:
+    return AgentInfo(id=a["id"], cluster=a["cluster"], preemptible=a["preemptible"],
+                     instance_type=a["instance_type"], attributes=a["attributes"], imds_url=a["imds_url"],
+                     port=a["port"], node_id=a.get("node_id"), total=a.get("total", {}))

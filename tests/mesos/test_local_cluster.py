@@ -1,0 +1,318 @@
+"""The driver against the real local Mesos-API cluster (plastic.local): no mocks.
+
+Each scenario subscribes a real framework, launches real processes on the
+local agents and waits (bounded) for the master's updates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from plastic.mesos import DriverStatus, MesosSchedulerDriver
+
+from .helpers import Recorder
+from .zookeeper import available as zookeeper_available
+from .zookeeper import zookeeper_server
+
+LocalCluster = pytest.importorskip("plastic.local.testing").LocalCluster
+
+SPEC = {"clusters": [
+    {"name": "core", "count": 1, "cpus": 4, "mem_mib": 8192, "preemptible": False},
+    {"name": "burst-small", "count": 2, "cpus": 1, "mem_mib": 2048, "preemptible": True},
+]}
+FAST = {"backoff_initial_s": 0.05, "backoff_max_s": 0.5, "stop_timeout_s": 5}
+
+
+def attributes(offer: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for a in offer.get("attributes", []):
+        out[a["name"]] = a["text"]["value"] if a["type"] == "TEXT" else a["scalar"]["value"]
+    return out
+
+
+def scalar(offer: dict[str, Any], name: str) -> float:
+    return sum(r["scalar"]["value"] for r in offer.get("resources", []) if r["name"] == name and r["type"] == "SCALAR")
+
+
+def task(task_id: str, command: str, *, cpus: float = 0.1, mem: float = 16, shell: bool = True,
+         arguments: list[str] | None = None) -> dict[str, Any]:
+    cmd: dict[str, Any] = {"value": command, "shell": shell}
+    if arguments is not None:
+        cmd["arguments"] = arguments
+    return {
+        "name": task_id,
+        "task_id": {"value": task_id},
+        "resources": [
+            {"name": "cpus", "type": "SCALAR", "scalar": {"value": cpus}},
+            {"name": "mem", "type": "SCALAR", "scalar": {"value": mem}},
+        ],
+        "command": cmd,
+    }
+
+
+class Launcher(Recorder):
+    """Launches submitted tasks on the first offer that suits each; declines the rest briefly."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.todo: list[tuple[dict[str, Any], Callable[[dict[str, Any]], bool]]] = []
+        self.placed: dict[str, dict[str, Any]] = {}  # task id -> offer it went to
+        self.accepts: list[Any] = []
+        self.todo_lock = threading.Lock()
+
+    def submit(self, driver: MesosSchedulerDriver, tasks: list[dict[str, Any]],
+               where: Callable[[dict[str, Any]], bool] = lambda o: True) -> None:
+        with self.todo_lock:
+            self.todo += [(t, where) for t in tasks]
+        driver.reviveOffers()
+
+    def resourceOffers(self, driver, offers):
+        super().resourceOffers(driver, offers)
+        for offer in offers:
+            cpus, mem, batch = scalar(offer, "cpus"), scalar(offer, "mem"), []
+            with self.todo_lock:
+                for item in list(self.todo):
+                    t, where = item
+                    need_c = t["resources"][0]["scalar"]["value"]
+                    need_m = t["resources"][1]["scalar"]["value"]
+                    if where(offer) and need_c <= cpus + 1e-9 and need_m <= mem:
+                        cpus -= need_c
+                        mem -= need_m
+                        batch.append(t)
+                        self.todo.remove(item)
+                        self.placed[t["task_id"]["value"]] = offer
+            if batch:
+                self.accepts.append(driver.launchTasks(offer["id"], batch))
+            else:
+                driver.declineOffer(offer["id"], filters=1.0)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0, kill_grace_seconds=2.0) as c:
+        yield c
+
+
+@pytest.fixture
+def fresh_cluster() -> Iterator[Any]:
+    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0, kill_grace_seconds=2.0, heartbeat_seconds=0.5) as c:
+        yield c
+
+
+@pytest.fixture
+def drivers() -> Iterator[Callable[..., MesosSchedulerDriver]]:
+    made: list[MesosSchedulerDriver] = []
+
+    def make(sched: Any, master: str, name: str = "driver-it", **kw: Any) -> MesosSchedulerDriver:
+        opts = dict(FAST)
+        opts.update(kw)
+        info = opts.pop("framework_info", {"user": "root", "name": name})
+        d = MesosSchedulerDriver(sched, info, master, **opts)
+        made.append(d)
+        d.start()
+        return d
+
+    yield make
+    for d in made:
+        if d.status is DriverStatus.DRIVER_RUNNING:
+            d.stop()  # TEARDOWN: the master kills what is left
+
+
+def on_core(offer: dict[str, Any]) -> bool:
+    return attributes(offer).get("cluster") == "core"
+
+
+def on_spot(offer: dict[str, Any]) -> bool:
+    return attributes(offer).get("preemptible") == "true"
+
+
+# ----------------------------------------------------------------------------------
+
+
+def test_subscribe_and_offers_with_attributes(cluster, drivers):
+    sched = Recorder()
+    driver = drivers(sched, cluster.master_url, name="it-offers")
+    sched.wait_count("registered")
+    framework_id, master_info = sched.of("registered")[0]
+    assert framework_id["value"] == driver.framework_id
+    assert master_info.get("version")
+    sched.wait_for(lambda: len({o["agent_id"]["value"] for a in sched.of("resourceOffers") for o in a[0]}) == 3,
+                   10, "offers from the three agents")
+    offers = {o["agent_id"]["value"]: o for a in sched.of("resourceOffers") for o in a[0]}
+    by_cluster = {attributes(o)["cluster"]: attributes(o)["preemptible"] for o in offers.values()}
+    assert by_cluster == {"core": "false", "burst-small": "true"}
+    core = next(o for o in offers.values() if on_core(o))
+    assert scalar(core, "cpus") == pytest.approx(4.0) and scalar(core, "mem") == pytest.approx(8192)
+    frameworks = driver.operator.get_frameworks()["get_frameworks"]["frameworks"]
+    mine = [f for f in frameworks if f["framework_info"]["id"]["value"] == driver.framework_id]
+    assert mine and {c["type"] for c in mine[0]["framework_info"]["capabilities"]} >= {"PARTITION_AWARE", "TASK_KILLING_STATE"}
+    assert "failover_timeout" not in mine[0]["framework_info"] or mine[0]["framework_info"]["failover_timeout"] == 0
+
+
+def test_launch_finish_and_fail_with_exit_codes(cluster, drivers):
+    sched = Launcher()
+    driver = drivers(sched, cluster.master_url, name="it-launch")
+    sched.wait_count("registered")
+    sched.submit(driver, [
+        task("ok-1", "true"),
+        task("fail-3", "echo boom >&2; exit 3"),
+        task("args-1", "/bin/sh", shell=False, arguments=["sh", "-c", "exit 0"]),
+    ], where=on_spot)
+    finished = sched.wait_state("ok-1", "TASK_FINISHED")
+    failed = sched.wait_state("fail-3", "TASK_FAILED")
+    sched.wait_state("args-1", "TASK_FINISHED")
+    assert "status 0" in finished.get("message", "")
+    assert "status 3" in failed.get("message", "")
+    assert "TASK_RUNNING" in sched.states("ok-1")
+    assert sched.states("ok-1").index("TASK_RUNNING") < sched.states("ok-1").index("TASK_FINISHED")
+    assert all(attributes(sched.placed[t]).get("preemptible") == "true" for t in ("ok-1", "fail-3"))
+    assert all(f.result(5) == 202 for f in sched.accepts)
+    assert driver.flush(5)
+
+
+def test_kill_goes_through_killing(cluster, drivers):
+    sched = Launcher()
+    driver = drivers(sched, cluster.master_url, name="it-kill")
+    sched.wait_count("registered")
+    sched.submit(driver, [task("sleeper", "sleep 60")], where=on_core)
+    running = sched.wait_state("sleeper", "TASK_RUNNING")
+    assert driver.killTask("sleeper", running["agent_id"]).result(5) == 202
+    sched.wait_state("sleeper", "TASK_KILLED", timeout=15)
+    states = sched.states("sleeper")
+    assert states.index("TASK_KILLING") < states.index("TASK_KILLED")
+
+
+def test_reconcile_explicit_and_implicit(cluster, drivers):
+    sched = Launcher()
+    driver = drivers(sched, cluster.master_url, name="it-reconcile")
+    sched.wait_count("registered")
+    sched.submit(driver, [task("rec-run", "sleep 60"), task("rec-done", "true")], where=on_core)
+    running = sched.wait_state("rec-run", "TASK_RUNNING")
+    sched.wait_state("rec-done", "TASK_FINISHED")
+
+    def reconciled(task_id: str) -> list[dict[str, Any]]:
+        return [s for s in sched.statuses(task_id) if s.get("reason") == "REASON_RECONCILIATION"]
+
+    # A finished task stays active at the master until its TASK_FINISHED is acknowledged.
+    assert driver.flush(5)
+    driver.reconcileTasks([]).result(5)
+    sched.wait_for(lambda: bool(reconciled("rec-run")), 10, "implicit reconciliation")
+    answer = reconciled("rec-run")[0]
+    assert answer["state"] == "TASK_RUNNING" and "uuid" not in answer  # nothing to acknowledge
+    assert not reconciled("rec-done")  # implicit reconciliation covers active tasks only
+    driver.reconcileTasks([running, {"task_id": {"value": "never-was"}, "agent_id": running["agent_id"]}]).result(5)
+    sched.wait_for(lambda: len(reconciled("rec-run")) >= 2 and bool(reconciled("never-was")), 10, "explicit reconciliation")
+    assert reconciled("never-was")[0]["state"] in ("TASK_GONE", "TASK_UNKNOWN", "TASK_LOST")
+    driver.killTask("rec-run")
+
+
+def test_failover_to_a_new_driver_keeps_tasks(cluster, drivers):
+    first = Launcher()
+    a = drivers(first, cluster.master_url, name="it-failover", failover_timeout_s=60)
+    first.wait_count("registered")
+    first.submit(a, [task("survivor", "sleep 60")], where=on_core)
+    first.wait_state("survivor", "TASK_RUNNING")
+    framework_id = a.framework_id
+    assert a.stop(failover=True) is DriverStatus.DRIVER_STOPPED
+
+    second = Recorder()
+    b = drivers(second, cluster.master_url, failover_timeout_s=60,
+                framework_info={"user": "root", "name": "it-failover", "id": {"value": framework_id}})
+    second.wait_count("registered")
+    assert second.of("registered")[0][0] == {"value": framework_id}
+    b.reconcileTasks([]).result(5)
+    answer = second.wait_state("survivor", "TASK_RUNNING")
+    assert answer.get("reason") == "REASON_RECONCILIATION"
+    b.killTask("survivor").result(5)
+    second.wait_state("survivor", "TASK_KILLED", timeout=15)
+
+
+def test_agent_loss_reports_unreachable_and_slave_lost(fresh_cluster, drivers):
+    sched = Launcher()
+    driver = drivers(sched, fresh_cluster.master_url, name="it-agent-loss")
+    sched.wait_count("registered")
+    sched.submit(driver, [task("doomed", "sleep 60")], where=on_spot)
+    running = sched.wait_state("doomed", "TASK_RUNNING")
+    agent_id = running["agent_id"]["value"]
+    fresh_cluster.kill_agent(agent_id)
+    lost = sched.wait_state("doomed", "TASK_UNREACHABLE", timeout=15)  # PARTITION_AWARE: not TASK_LOST
+    assert lost.get("reason") == "REASON_AGENT_REMOVED"
+    sched.wait_for(lambda: {"value": agent_id} in [a[0] for a in sched.of("slaveLost")], 10, "slaveLost")
+    assert driver.status is DriverStatus.DRIVER_RUNNING
+
+
+def test_drain_agent_kills_with_reason_draining(fresh_cluster, drivers):
+    sched = Launcher()
+    driver = drivers(sched, fresh_cluster.master_url, name="it-drain")
+    sched.wait_count("registered")
+    sched.submit(driver, [task("drained", "sleep 60")], where=on_spot)
+    running = sched.wait_state("drained", "TASK_RUNNING")
+    agent_id = running["agent_id"]
+    driver.drainAgent(agent_id, max_grace_period_s=5)
+    killed = sched.wait_state("drained", "TASK_KILLED", timeout=15)
+    assert killed.get("reason") == "REASON_AGENT_DRAINING"
+    agents = driver.operator.get_agents()["get_agents"]["agents"]
+    (me,) = [a for a in agents if a["agent_info"]["id"] == agent_id]
+    assert me.get("deactivated") is True
+    # Reactivated, it offers again.
+    before = len(sched.of("resourceOffers"))
+    driver.reactivateAgent(agent_id)
+    driver.reviveOffers()
+    sched.wait_for(lambda: any(o["agent_id"] == agent_id for a in sched.of("resourceOffers")[before:] for o in a[0]),
+                   10, "offers from the reactivated agent")
+
+
+def test_reconnect_after_the_master_pauses_replays_queued_calls(fresh_cluster, drivers):
+    """SIGSTOP the master's process: heartbeats stop, the watchdog drops the stream,
+    calls made meanwhile are queued; after SIGCONT the driver fails over to the same
+    framework id and the queued KILL is carried out."""
+    sched = Launcher()
+    driver = drivers(sched, fresh_cluster.master_url, name="it-pause", failover_timeout_s=60,
+                     heartbeat_grace=3, subscribe_timeout_s=1.0)
+    sched.wait_count("registered")
+    assert driver.heartbeat_interval_s == pytest.approx(0.5)
+    sched.submit(driver, [task("paused", "sleep 60")], where=on_core)
+    running = sched.wait_state("paused", "TASK_RUNNING")
+    framework_id = driver.framework_id
+    drops = sched.names().count("disconnected")
+    os.kill(fresh_cluster.pid, signal.SIGSTOP)
+    try:
+        sched.wait_count("disconnected", drops + 1, timeout=10)
+        assert not driver.connected
+        kill = driver.killTask("paused", running["agent_id"])
+        assert not kill.done()  # queued until the connection is back
+    finally:
+        os.kill(fresh_cluster.pid, signal.SIGCONT)
+    sched.wait_count("reregistered", drops + 1, timeout=20)
+    assert driver.framework_id == framework_id
+    assert kill.result(10) == 202
+    sched.wait_state("paused", "TASK_KILLED", timeout=15)
+    assert driver.reconnects >= 1
+
+
+@pytest.mark.skipif(not zookeeper_available(), reason="no ZooKeeper here (apt-get install zookeeper)")
+def test_zk_master_url_end_to_end(cluster, drivers, tmp_path):
+    from kazoo.client import KazooClient
+
+    port = int(cluster.master_url.rsplit(":", 1)[1])
+    info = {"address": {"hostname": "127.0.0.1", "ip": "127.0.0.1", "port": port}, "hostname": "127.0.0.1",
+            "id": "local", "ip": 16777343, "pid": f"master@127.0.0.1:{port}", "port": port}
+    with zookeeper_server(tmp_path) as hosts:
+        zk = KazooClient(hosts=hosts)
+        zk.start(timeout=10)
+        try:
+            zk.create("/mesos/json.info_", json.dumps(info).encode(), sequence=True, ephemeral=True, makepath=True)
+            sched = Recorder()
+            driver = drivers(sched, f"zk://{hosts}/mesos", name="it-zk")
+            sched.wait_count("registered", timeout=15)
+            assert driver.master_url == cluster.master_url
+        finally:
+            zk.stop()
+            zk.close()
