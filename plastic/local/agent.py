@@ -7,11 +7,12 @@ its own sandbox directory with `stdout` and `stderr` files; in its own session
 pidfd registered with the event loop (no thread and no polling per task; the
 asyncio child watcher of Python 3.11 would start a thread per process).
 
-Spawning itself happens on a small fixed pool of launcher threads: fork/exec
-(vfork) blocks its caller until the child has exec'd, about a millisecond,
-during which the event loop would otherwise stand still.  The threads only
-make the sandbox, open the output files and call Popen; everything else
-(statuses, kills, exits) stays on the loop.
+Spawning (sandbox directory, output files, vfork/exec) costs about a
+millisecond and normally runs on the loop's thread: measured on this 2-core
+machine, a pool of launcher threads (`launcher=`) freed the loop but cost more
+CPU in thread hand-offs than it saved.  The sandbox is one directory per task
+(`agents/AGENT/frameworks/FW/tasks/TASK-CONTAINER`) because directory
+creation is slow on some file systems (0.5 ms in this machine's /tmp).
 
 The agent reports TASK_STARTING, TASK_RUNNING and the terminal state through
 a callback; the statuses carry a fresh uuid, executor_id and timestamp like a
@@ -40,9 +41,6 @@ log = logging.getLogger(__name__)
 MARKER_ENV = "PLASTIC_LOCAL_CLUSTER_ID"
 
 StatusCallback = Callable[[str, str, str, dict[str, Any]], None]  # agent_id, framework_id, task_id, status
-
-
-LAUNCHER_THREADS = 4
 
 
 @dataclass
@@ -87,14 +85,24 @@ class AgentRuntime:
         self.launcher = launcher  # None: spawn on the loop's thread
         self.tasks: dict[tuple[str, str], TaskProcess] = {}
         self.alive = True
+        self._made: set[Path] = set()  # task parent directories already made
+        self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+    def close(self) -> None:
+        if self._devnull >= 0:
+            os.close(self._devnull)
+            self._devnull = -1
 
     # ------------------------------------------------------------ launching
     def launch(self, framework_id: str, task_id: str, info: dict[str, Any], container_id: str) -> Path | None:
         """Start the task (on a launcher thread); returns its sandbox."""
         if not self.alive:
             return None
-        sandbox = (self.workdir / "agents" / self.agent_id / "frameworks" / framework_id / "executors" / task_id
-                   / "runs" / container_id)
+        parent = self.workdir / "agents" / self.agent_id / "frameworks" / framework_id / "tasks"
+        if parent not in self._made:
+            parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(parent)
+        sandbox = parent / f"{task_id}-{container_id}"  # one directory per task: file systems can be slow
         tp = TaskProcess(framework_id, task_id, container_id, sandbox)
         self.tasks[(framework_id, task_id)] = tp
         cmd = info.get("command") or {}
@@ -116,11 +124,11 @@ class AgentRuntime:
         if self.launcher is None:
             fut: asyncio.Future = loop.create_future()
             try:
-                fut.set_result(_spawn(sandbox, argv, executable, env))
+                fut.set_result(_spawn(sandbox, argv, executable, env, self._devnull))
             except OSError as exc:
                 fut.set_exception(exc)
         else:
-            fut = loop.run_in_executor(self.launcher, _spawn, sandbox, argv, executable, env)
+            fut = loop.run_in_executor(self.launcher, _spawn, sandbox, argv, executable, env, self._devnull)
         tp.spawning = fut
         fut.add_done_callback(lambda f: self._spawned(tp, f))
         return sandbox
@@ -250,15 +258,15 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
-def _spawn(sandbox: Path, argv: list[str], executable: str, env: dict[str, str]) -> subprocess.Popen:
-    """Make the sandbox and start the process in a session of its own (runs on a launcher thread)."""
-    os.makedirs(sandbox, exist_ok=True)
+def _spawn(sandbox: Path, argv: list[str], executable: str, env: dict[str, str], devnull: int) -> subprocess.Popen:
+    """Make the sandbox and start the process in a session of its own."""
+    os.mkdir(sandbox)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     out = os.open(sandbox / "stdout", flags, 0o644)
     try:
         err = os.open(sandbox / "stderr", flags, 0o644)
         try:
-            return subprocess.Popen(argv, executable=executable, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            return subprocess.Popen(argv, executable=executable, stdin=devnull, stdout=out, stderr=err,
                                     cwd=sandbox, env=env, start_new_session=True)
         finally:
             os.close(err)

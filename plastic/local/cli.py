@@ -40,7 +40,7 @@ def _common_serve_options(f: Any) -> Any:
                      help="First retry interval of unacknowledged status updates (doubles up to 10 min)."),
         click.option("--kill-grace-seconds", type=click.FloatRange(min=0.0), default=3.0, show_default=True,
                      help="SIGTERM to SIGKILL grace when a task is killed."),
-        click.option("--launcher-threads", type=click.IntRange(0, 64), default=4, hidden=True),
+        click.option("--launcher-threads", type=click.IntRange(0, 64), default=0, hidden=True),
         click.option("--replace-after-seconds", type=click.FloatRange(min=0.0),
                      help="Replace a lost agent (interrupted or killed) by a new one after this delay."),
     ]
@@ -66,7 +66,7 @@ def _load_spec(cluster_file: str | None, plan_file: str | None, spec_file: str |
 def _options(port: int, workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
              interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
              update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
-             launcher_threads: int = 4) -> Any:
+             launcher_threads: int = 0) -> Any:
     from plastic.local.cluster import Options
 
     return Options(port=port, workdir=Path(workdir).resolve() if workdir else None, heartbeat_s=heartbeat_seconds,
@@ -137,11 +137,12 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
 @_common_serve_options
 @click.option("--state-file", type=click.Path(dir_okay=False))
 @click.option("--parent-pid", type=int, help="Stop when this process dies.")
+@click.option("--remove-workdir", is_flag=True, help="Delete the workdir on exit (a throw-away one).")
 def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | None, port: int,
               workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
               interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
               update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
-              launcher_threads: int, state_file: str | None, parent_pid: int | None) -> None:
+              launcher_threads: int, state_file: str | None, parent_pid: int | None, remove_workdir: bool) -> None:
     """Serve a cluster in this process (used by --detach and by plastic.local.testing)."""
     import asyncio
 
@@ -151,7 +152,8 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
                        interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
                        replace_after_seconds, launcher_threads)
-    asyncio.run(serve(spec, options, state_file=Path(state_file) if state_file else None, parent_pid=parent_pid))
+    asyncio.run(serve(spec, options, state_file=Path(state_file) if state_file else None, parent_pid=parent_pid,
+                      remove_workdir=remove_workdir))
 
 
 # ==================================================================== client commands

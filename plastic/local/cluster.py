@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from plastic.local.agent import LAUNCHER_THREADS, MARKER_ENV, AgentRuntime
+from plastic.local.agent import MARKER_ENV, AgentRuntime
 from plastic.local.config import AgentSpec, ClusterSpec
 from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
 from plastic.local.imds import InstanceMetadata
@@ -48,7 +48,7 @@ class Options:
     kill_grace_s: float = 3.0
     allocation_delay_s: float = 0.002
     replace_after_s: float | None = None  # a lost agent is replaced by a new one (new id) after this delay
-    launcher_threads: int = LAUNCHER_THREADS  # 0: fork/exec on the event loop's thread
+    launcher_threads: int = 0  # >0: fork/exec on a pool of threads (costs more CPU on 2 cores; see agent.py)
     workdir: Path | None = None  # None: the per-user default, keyed by the port actually bound
 
 
@@ -201,6 +201,8 @@ class Cluster:
         for rt in self.agents.values():
             rt.die()
         await asyncio.gather(*(rt.wait_all(timeout=5.0) for rt in self.agents.values()))
+        for rt in self.agents.values():
+            rt.close()
         if self._launcher is not None:
             self._launcher.shutdown(wait=True)
         sweep(self.cluster_id)

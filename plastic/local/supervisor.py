@@ -36,6 +36,17 @@ def base_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"plastic-local-{os.getuid()}"
 
 
+def scratch_dir() -> str:
+    """Where LocalCluster makes its throw-away workdirs: a RAM-backed directory when there is one.
+
+    Task sandboxes are one directory and two files each; on this project's machines creating them in
+    /tmp costs ~0.5 ms against ~0.01 ms in /dev/shm, which decides whether 5,000 tasks take 7 s or 14 s."""
+    for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/dev/shm"):
+        if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return tempfile.gettempdir()
+
+
 def default_workdir(port: int) -> Path:
     return base_dir() / str(port)
 
@@ -110,7 +121,7 @@ def kill_hard(pid: int) -> None:
 
 # ==================================================================== serving
 async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid: int | None,
-                on_ready: Any = None) -> None:
+                on_ready: Any = None, remove_workdir: bool = False) -> None:
     """Run the cluster until asked to stop."""
     from plastic.local.cluster import Cluster
 
@@ -152,12 +163,16 @@ async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid:
                 path.unlink()
             except OSError:
                 pass
+        if remove_workdir:  # a throw-away workdir (LocalCluster's), even if its owner died
+            import shutil
+
+            shutil.rmtree(options.workdir, ignore_errors=True)
 
 
 def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None, state_file: str | None,
                heartbeat: float, ping_timeout: float, interrupt_rate: float | None, notice: float,
                seed: int | None, update_retry: float, kill_grace: float, parent_pid: int | None,
-               replace_after: float | None = None, verbose: int = 0) -> list[str]:
+               replace_after: float | None = None, remove_workdir: bool = False, verbose: int = 0) -> list[str]:
     """The command line of a serving child process."""
     args = [sys.executable, "-m", "plastic.local"]
     args += ["-v"] * verbose
@@ -174,6 +189,8 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
         args += ["--seed", str(seed)]
     if replace_after is not None:
         args += ["--replace-after-seconds", repr(replace_after)]
+    if remove_workdir:
+        args += ["--remove-workdir"]
     if parent_pid:
         args += ["--parent-pid", str(parent_pid)]
     return args

@@ -22,6 +22,11 @@
         cluster.log_tail()            # the cluster's log (verbose=1|2 for more)
     # leaving the block stops the child: every task process group is killed
 
+The workdir (sandboxes, log, state file) is a throw-away directory in
+$XDG_RUNTIME_DIR or /dev/shm (RAM: creating sandboxes in this machine's /tmp
+is 50x slower), removed when the cluster stops; pass `workdir=` for another
+place (then it is kept), e.g. when tasks write large outputs.
+
 `spec_or_yaml` is a CLUSTER.yaml mapping, a path to CLUSTER.yaml or to a plan
 JSON, YAML text, or a plastic.local.config.ClusterSpec.  The child runs
 `python -m plastic.local serve` in its own session on a free port, watches the
@@ -101,7 +106,8 @@ class LocalCluster:
         if self._proc is not None:
             return self
         if self.workdir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="plastic-local-")
+            self._tmp = tempfile.TemporaryDirectory(prefix="plastic-local-", dir=sup.scratch_dir(),
+                                                    ignore_cleanup_errors=True)
             self.workdir = Path(self._tmp.name)
         self.workdir.mkdir(parents=True, exist_ok=True)
         spec_file = self.workdir / "spec.json"
@@ -113,7 +119,7 @@ class LocalCluster:
                               notice=self.interrupt_notice_seconds, seed=self.seed,
                               update_retry=self.update_retry_seconds, kill_grace=self.kill_grace_seconds,
                               replace_after=self.replace_after_seconds, parent_pid=os.getpid(),
-                              verbose=self.verbose)
+                              remove_workdir=self._tmp is not None, verbose=self.verbose)
         try:
             self._proc, doc = sup.spawn(args, state_file=state_file, log_file=self.workdir / "cluster.log",
                                         timeout=self.start_timeout)

@@ -155,6 +155,18 @@ class MesosSchedulerDriver:
     ``framework_info`` needs ``name`` (``user`` defaults to the current user);
     set ``id`` to fail over to an existing framework.  ``master`` is
     ``http(s)://host:port``, ``host:port`` or ``zk://host:2181,.../mesos``.
+
+    Options: ``principal``/``secret`` (HTTP basic auth on every request, and
+    ``framework_info.principal``); ``failover_timeout_s`` (sets
+    ``framework_info.failover_timeout``; nothing is injected when None);
+    ``capabilities`` (added to PARTITION_AWARE and TASK_KILLING_STATE, which are
+    always asked for); ``heartbeat_grace`` (the stream is dead after that many
+    heartbeat intervals without any event; default 3); ``backoff_initial_s`` /
+    ``backoff_max_s`` (reconnection delays, full jitter); ``subscribe_timeout_s``
+    (connecting and waiting for the SUBSCRIBE answer); ``call_timeout_s`` and
+    ``call_retries`` (per call; 503 and lost connections are retried);
+    ``sender_threads`` (lanes, at least 1); ``max_pending_calls`` (calls kept
+    while disconnected; beyond, DriverQueueFullError); ``stop_timeout_s``.
     """
 
     def __init__(

@@ -178,39 +178,44 @@ class ReplayServer:
         return Request(method, path, headers, body)
 
     def _serve(self, sock: socket.socket) -> None:
-        reader = sock.makefile("rb")
         try:
-            while not self.stopping.is_set():
-                try:
-                    req = self._read_request(reader)
-                except (OSError, ValueError):
-                    return
-                if req is None:
-                    return
-                with self.changed:
-                    self.requests.append(req)
-                    self.changed.notify_all()
-                if req.type == "SUBSCRIBE":
-                    with self.lock:
-                        script = self.scripts.pop(0) if self.scripts else None
-                    if script is None:
-                        sock.sendall(plain(503, "Service Unavailable", "no more scripts"))
-                        continue
-                    script(Conn(sock, self), req)
-                    return  # a stream connection is not reused
-                answer = self.on_call(req) if self.on_call else None
-                if answer == "close":  # vanish without answering
-                    return
-                if answer is None:
-                    sock.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
-                else:
-                    status, reason, raw = answer
-                    sock.sendall(raw if raw.startswith(b"HTTP/") else plain(status, reason, raw.decode()))
+            self._serve_requests(sock)
+        except OSError:
+            pass  # the driver went away
         finally:
             try:
                 sock.close()
             except OSError:
                 pass
+
+    def _serve_requests(self, sock: socket.socket) -> None:
+        reader = sock.makefile("rb")
+        while not self.stopping.is_set():
+            try:
+                req = self._read_request(reader)
+            except (OSError, ValueError):
+                return
+            if req is None:
+                return
+            with self.changed:
+                self.requests.append(req)
+                self.changed.notify_all()
+            if req.type == "SUBSCRIBE":
+                with self.lock:
+                    script = self.scripts.pop(0) if self.scripts else None
+                if script is None:
+                    sock.sendall(plain(503, "Service Unavailable", "no more scripts"))
+                    continue
+                script(Conn(sock, self), req)
+                return  # a stream connection is not reused
+            answer = self.on_call(req) if self.on_call else None
+            if answer == "close":  # vanish without answering
+                return
+            if answer is None:
+                sock.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+            else:
+                status, reason, raw = answer
+                sock.sendall(raw if raw.startswith(b"HTTP/") else plain(status, reason, raw.decode()))
 
 
 def replay_reads(reads: list[tuple[float, bytes]], *, speedup: float = 1000.0, max_gap: float = 0.02) -> Script:
