@@ -61,6 +61,10 @@ class MasterState(OfferBook):
         self.agents: dict[str, Agent] = {}
         self.frameworks: dict[str, Framework] = {}
         self.completed_frameworks: OrderedDict[str, Framework] = OrderedDict()
+        # Every framework id this master removed (TEARDOWN, failover timeout): refused on SUBSCRIBE for the
+        # rest of this master's lifetime.  Unlike completed_frameworks (bounded, for the operator API) this
+        # keeps only ids, so a removed framework can never come back through the re-registration rule.
+        self.removed_framework_ids: set[str] = set()
         self.offers: dict[str, Offer] = {}
         self.streams: dict[str, str] = {}  # stream id -> framework id (open streams only)
         self.needs_allocation = False
@@ -231,9 +235,24 @@ class MasterState(OfferBook):
 
     # ================================================================ frameworks
     def subscribe(self, framework_info: dict[str, Any], stream_id: str, now: float) -> tuple[str, list]:
+        """SUBSCRIBE, with the rules of a Mesos 1.11 master for `framework_info.id`:
+
+        * no id: a new framework, with an id this master has never given out;
+        * the id of a framework this master holds (connected or not): a failover to it (the previous
+          stream, if open, gets ERROR "Framework failed over" and ends);
+        * the id of a framework this master removed (TEARDOWN, failover timeout expired): refused with
+          ERROR "Framework has been removed" on the stream, which then ends;
+        * any other id: a re-registration after a master failover.  A new master knows nothing of the
+          frameworks of the previous one (in-memory registry), so, like Mesos, it adopts the framework
+          with that same id and answers SUBSCRIBED; its old tasks are unknown here (explicit
+          reconciliation answers TASK_UNKNOWN, or TASK_LOST without PARTITION_AWARE).
+
+        A call other than SUBSCRIBE naming an unknown framework stays a 400 "Framework cannot be found"
+        (check_call): only SUBSCRIBE can bring a framework to a master.
+        """
         effects: list = []
         fid = (framework_info.get("id") or {}).get("value")
-        if fid and fid in self.completed_frameworks:
+        if fid and fid in self.removed_framework_ids:
             self.streams[stream_id] = fid
             effects += [Send(stream_id, P.error_event("Framework has been removed")), EndStream(stream_id)]
             del self.streams[stream_id]
@@ -241,8 +260,9 @@ class MasterState(OfferBook):
         fw = self.frameworks.get(fid) if fid else None
         if fw is None:
             if not fid:
-                fid = f"{self.master_id}-{self._next_framework:04d}"
-                self._next_framework += 1
+                fid = self._new_framework_id()
+            else:
+                log.info("framework %s is unknown to this master: re-registration after a master failover", fid)
             info = dict(framework_info, id=P.value(fid))
             fw = Framework(fid, info, registered_time=now, reregistered_time=now)
             self.frameworks[fid] = fw
@@ -266,6 +286,14 @@ class MasterState(OfferBook):
                 effects.append(Send(stream_id, P.update_event(task.pending[0])))
         self.needs_allocation = True
         return fid, effects
+
+    def _new_framework_id(self) -> str:
+        """`<master id>-NNNN`, skipping ids already taken (a re-registered framework may carry any id)."""
+        while True:
+            fid = f"{self.master_id}-{self._next_framework:04d}"
+            self._next_framework += 1
+            if fid not in self.frameworks and fid not in self.removed_framework_ids:
+                return fid
 
     def disconnected(self, stream_id: str, now: float) -> list:
         """A subscription stream closed (the client went away)."""
@@ -325,6 +353,7 @@ class MasterState(OfferBook):
         fw.unreachable.clear()
         fw.unregistered_time = now
         del self.frameworks[fw.id]
+        self.removed_framework_ids.add(fw.id)
         self.completed_frameworks[fw.id] = fw
         while len(self.completed_frameworks) > MAX_COMPLETED_FRAMEWORKS:
             self.completed_frameworks.popitem(last=False)

@@ -27,6 +27,7 @@ from plastic.local.agent import MARKER_ENV
 log = logging.getLogger(__name__)
 
 STATE_FILE = "state.json"
+KEEP_WORKDIR = ".keep-workdir"  # present: --remove-workdir is ignored on exit (a master restart is under way)
 
 
 def base_dir() -> Path:
@@ -163,7 +164,8 @@ async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid:
                 path.unlink()
             except OSError:
                 pass
-        if remove_workdir:  # a throw-away workdir (LocalCluster's), even if its owner died
+        if remove_workdir and not (Path(options.workdir) / KEEP_WORKDIR).exists():
+            # a throw-away workdir (LocalCluster's), even if its owner died; kept across restart_master()
             import shutil
 
             shutil.rmtree(options.workdir, ignore_errors=True)

@@ -20,6 +20,8 @@
         cluster.refresh()             # re-read agents (with replace_after_seconds, lost agents come back
                                       # as new agents with new ids)
         cluster.log_tail()            # the cluster's log (verbose=1|2 for more)
+        cluster.restart_master(downtime_s=0.5)  # master failover: SIGKILL, then a new master on the same
+                                      # port; agents come back fresh (new ids), old tasks are gone
     # leaving the block stops the child: every task process group is killed
 
 The workdir (sandboxes, log, state file) is a throw-away directory in
@@ -44,6 +46,7 @@ import logging
 import os
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -98,6 +101,7 @@ class LocalCluster:
         self.pid: int | None = None
         self.cluster_id: str | None = None
         self.agents: list[AgentInfo] = []
+        self.master_restarts = 0
         self._proc: Any = None
         self._tmp: tempfile.TemporaryDirectory | None = None
 
@@ -109,28 +113,95 @@ class LocalCluster:
             self._tmp = tempfile.TemporaryDirectory(prefix="plastic-local-", dir=sup.scratch_dir(),
                                                     ignore_cleanup_errors=True)
             self.workdir = Path(self._tmp.name)
+        try:
+            self._spawn(port=0)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _spawn(self, *, port: int) -> None:
+        """Start a serving child (one master incarnation) and take its address and agents."""
+        assert self.workdir is not None
         self.workdir.mkdir(parents=True, exist_ok=True)
         spec_file = self.workdir / "spec.json"
         spec_file.write_text(self.spec.to_json())
         state_file = self.workdir / sup.STATE_FILE
-        args = sup.serve_args(source_flag="--spec", source=str(spec_file), port=0, workdir=str(self.workdir),
+        # Each incarnation needs its own master id (agent and framework ids derive from it): with a seed,
+        # the n-th restart runs with seed + n.
+        seed = None if self.seed is None else self.seed + self.master_restarts
+        args = sup.serve_args(source_flag="--spec", source=str(spec_file), port=port, workdir=str(self.workdir),
                               state_file=str(state_file), heartbeat=self.heartbeat_seconds,
                               ping_timeout=self.agent_ping_timeout_seconds, interrupt_rate=self.interrupt_rate,
-                              notice=self.interrupt_notice_seconds, seed=self.seed,
+                              notice=self.interrupt_notice_seconds, seed=seed,
                               update_retry=self.update_retry_seconds, kill_grace=self.kill_grace_seconds,
                               replace_after=self.replace_after_seconds, parent_pid=os.getpid(),
                               remove_workdir=self._tmp is not None, verbose=self.verbose)
-        try:
-            self._proc, doc = sup.spawn(args, state_file=state_file, log_file=self.workdir / "cluster.log",
-                                        timeout=self.start_timeout)
-        except BaseException:
-            self.stop()
-            raise
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            try:
+                self._proc, doc = sup.spawn(args, state_file=state_file, log_file=self.workdir / "cluster.log",
+                                            timeout=max(1.0, deadline - time.monotonic()))
+                break
+            except RuntimeError as exc:
+                # The same port again (restart_master): another process may hold it for a moment.
+                if port == 0 or "Address already in use" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
         self.pid = self._proc.pid
         self.master_url = doc["master_url"]
         self.port = int(doc["port"])
         self.cluster_id = doc["cluster_id"]
         self.agents = [_agent_info(a) for a in doc["agents"]]
+
+    def restart_master(self, *, downtime_s: float = 0.5, graceful: bool = False) -> Self:
+        """A master failover: stop the master and, after `downtime_s`, start a new one on the same port.
+
+        The new master has the same cluster spec and options but a new master id, and it knows nothing
+        of the old one (Mesos with an in-memory registry).  The agents run in the master's process, so
+        they come back fresh too: new processes with new agent ids, every task of the old master killed
+        and forgotten, as after a real master failover in which no agent re-registered.  Frameworks
+        re-subscribe with their framework id and are adopted under that id; explicit reconciliation of
+        an old task (with its old agent id) answers TASK_UNKNOWN (TASK_LOST without PARTITION_AWARE),
+        implicit reconciliation does not mention it.
+
+        By default the master process is SIGKILLed, like a crashed master: event streams break without
+        a terminating chunk and in-flight calls get no answer.  With `graceful=True` it is stopped with
+        SIGTERM and ends every event stream cleanly first.  Returns when the new master answers
+        /version; `master_url` and `port` stay the same, `pid`, `cluster_id` and `agents` are the new
+        master's.  `master_restarts` counts the restarts.
+        """
+        if self._proc is None:
+            raise RuntimeError("the local cluster is not running")
+        assert self.workdir is not None
+        proc, cluster_id = self._proc, self.cluster_id
+        keep = self.workdir / sup.KEEP_WORKDIR
+        keep.touch()  # a throw-away workdir outlives this master
+        try:
+            if graceful:
+                sup.terminate(proc.pid, cluster_id, timeout=10.0)
+            else:
+                sup.kill_hard(proc.pid)
+                try:
+                    proc.wait(timeout=10.0)
+                except subprocess.TimeoutExpired:
+                    log.warning("the local master (pid %d) is still there after SIGKILL", proc.pid)
+                if cluster_id:
+                    sup.sweep(cluster_id)  # its tasks: the agents died with the master
+            try:
+                proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                log.warning("the local master (pid %d) did not exit", proc.pid)
+        finally:
+            self._proc = None
+            keep.unlink(missing_ok=True)
+        self.master_restarts += 1
+        time.sleep(max(0.0, downtime_s))
+        try:
+            self._spawn(port=self.port)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def refresh(self) -> list[AgentInfo]:

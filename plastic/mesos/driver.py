@@ -18,10 +18,25 @@ users recognise them; the behaviour differs where pymesos is weak:
 * a heartbeat watchdog: no event for ``heartbeat_interval_seconds x
   heartbeat_grace`` (default grace 3, so 45 s with Mesos' 15 s heartbeats)
   means the connection is dead; it is dropped and re-established;
-* reconnection with exponential backoff and full jitter; 307 redirects lead to
-  the leading master (kept for later calls), 503 is retried, 401/403 on
-  SUBSCRIBE are reported through ``error``; HTTP basic auth with
-  principal/secret on every request; ``zk://`` master URLs through kazoo;
+* reconnection with exponential backoff and full jitter, for as long as the
+  driver runs; 307 redirects lead to the leading master (kept for later calls),
+  503 is retried, 401/403 on SUBSCRIBE are reported through ``error``; HTTP
+  basic auth with principal/secret on every request; ``zk://`` master URLs
+  through kazoo;
+* a master failover (the master restarted, or another one leads now) is a lost
+  connection like any other: the driver retries until a master answers, then
+  re-subscribes with its framework id, which a new master accepts as a
+  re-registration (it answers SUBSCRIBED with that id), so ``reregistered`` is
+  called, and queued calls are replayed (offer calls dropped, as above).  With
+  ``failover_timeout`` 0 the driver subscribes anew instead and calls
+  ``registered`` with the new id (see above).  A new master knows nothing of the
+  tasks of the old one until their agents re-register: reconcile explicitly
+  (task ids with their agent ids); tasks whose agents never come back are
+  answered TASK_UNKNOWN or TASK_UNREACHABLE (TASK_LOST without
+  PARTITION_AWARE).  A call answered 400 "Framework cannot be found", 403 or a
+  stream id mismatch means the master does not hold our subscription (a new
+  master that has not seen our re-subscription yet): the stream is dropped and
+  re-established and the call replayed (at most 3 times per call);
 * explicit acknowledgements by default; with ``use_implicit_acknowledgements``
   the driver acknowledges each update that carries a uuid right after
   ``statusUpdate`` returns normally;
@@ -118,9 +133,19 @@ class _Call:
     is_offer_call: bool = False
     launches: list[tuple[dict[str, str], dict[str, str] | None]] = field(default_factory=list)
     tries: int = 0
+    stale_answers: int = 0  # answers saying the master does not know our subscription (see _stale_subscription)
 
 
 _STOP = object()
+FRAMEWORK_NOT_FOUND = "Framework cannot be found"
+MAX_STALE_ANSWERS = 3  # re-subscriptions one call may cause before its error is handed to the caller
+
+
+def _stale_subscription(code: int, text: str) -> bool:
+    """An answer to a call that means the master does not hold our subscription: 403 "Framework is
+    not subscribed", 400 stream id mismatch, or 400 "Framework cannot be found" (a new master after a
+    failover, which adopts the framework again when it re-subscribes with its id)."""
+    return code == 403 or (code == 400 and ("stream id" in text.lower() or text == FRAMEWORK_NOT_FOUND))
 
 
 def _resolve(future: Future, result: Any = None, error: BaseException | None = None) -> None:
@@ -892,9 +917,12 @@ class MesosSchedulerDriver:
                 logger.info("%s: master unavailable (503: %s), retrying", call.call_type, text)
                 self._stop_event.wait(min(2.0, 0.1 * 2**call.tries))
                 continue
-            if code == 403 or (code == 400 and "stream id" in text.lower()):
-                # The master no longer knows our subscription (it failed over or
-                # dropped us): re-subscribe; replay what can be replayed.
+            if _stale_subscription(code, text) and call.stale_answers < MAX_STALE_ANSWERS:
+                # The master no longer knows our subscription: it dropped us (403, stream id
+                # mismatch), or it is a new master after a failover that has not seen our
+                # re-subscription yet (400 "Framework cannot be found").  Re-subscribe with the
+                # same framework id; replay what can be replayed.
+                call.stale_answers += 1
                 self._suspect_connection(epoch, f"{call.call_type} got HTTP {code}: {text}")
                 if call.is_offer_call:
                     self._drop_offer_call(call, f"the master refused the subscription (HTTP {code}: {text})")

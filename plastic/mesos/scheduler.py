@@ -25,7 +25,9 @@ class Scheduler:
         or a later one that brought a different framework id."""
 
     def reregistered(self, driver: MesosSchedulerDriver, master_info: dict[str, Any]) -> None:
-        """Subscribed again with the same framework id after a lost connection."""
+        """Subscribed again with the same framework id after a lost connection, also when the master
+        failed over (a new master adopts the framework under its id).  A new master may not know the
+        framework's tasks: reconcile them explicitly to learn which are gone."""
 
     def disconnected(self, driver: MesosSchedulerDriver) -> None:
         """The event stream was lost; the driver is reconnecting (calls are queued meanwhile)."""

@@ -100,8 +100,9 @@ class Scheduler:
         self._sock.settimeout(None)
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
-        ev = self.next("SUBSCRIBED", timeout=timeout)
-        self.framework_id = ev["subscribed"]["framework_id"]["value"]
+        ev = self.next(pred=lambda e: e.get("type") in ("SUBSCRIBED", "ERROR"), timeout=timeout)
+        if ev["type"] == "SUBSCRIBED":  # an ERROR (e.g. "Framework has been removed") is returned as is
+            self.framework_id = ev["subscribed"]["framework_id"]["value"]
         return ev
 
     def _read(self) -> None:

@@ -304,3 +304,61 @@ def test_resources_arithmetic_is_exact():
     assert ports.contains(Resources({}, {"ports": [(31010, 31020)]}))
     assert not left.contains(Resources({}, {"ports": [(31000, 31001)]}))
     assert Resources.of(cpus=8, mem=32).describe() == "cpus(allocated: *):8; mem(allocated: *):32"
+
+
+# ---------------------------------------------------------------- master failover: re-registration rules
+def test_unknown_framework_id_on_subscribe_is_a_reregistration_after_master_failover():
+    """A new master adopts a framework it does not know under the id it brings (Mesos after a master
+    failover); its old tasks are unknown here: TASK_UNKNOWN (TASK_LOST without PARTITION_AWARE)."""
+    old = "previous-master-0003"
+    st = make_state()
+    fid, eff = subscribe(st, fid=old, failover_timeout=60)
+    assert fid == old and st.frameworks[old].connected
+    (subscribed, _) = sends(eff)
+    assert subscribed["subscribed"]["framework_id"] == {"value": old}
+    fw = st.frameworks[old]
+    answers = sends(st.reconcile(fw, [("old-task", "previous-master-S0"), ("old-task-2", None)], T0), "UPDATE")
+    assert [(u["update"]["status"]["state"], u["update"]["status"]["reason"]) for u in answers] == \
+        [("TASK_UNKNOWN", "REASON_RECONCILIATION")] * 2
+    assert all("uuid" not in u["update"]["status"] for u in answers)
+    assert sends(st.reconcile(fw, [], T0)) == []  # implicit reconciliation: no task is known
+    lost_fid, _ = subscribe(st, fid="previous-master-0004", caps=("TASK_KILLING_STATE",), stream="s2")
+    (answer,) = sends(st.reconcile(st.frameworks[lost_fid], [("old-task", "previous-master-S0")], T0), "UPDATE")
+    assert answer["update"]["status"]["state"] == "TASK_LOST"
+    st.validate()
+
+
+def test_unknown_framework_id_on_other_calls_stays_400():
+    st = make_state()
+    with pytest.raises(CallError) as err:
+        st.check_call("previous-master-0003", "some-stream")
+    assert (err.value.status, err.value.message) == (400, "Framework cannot be found")
+
+
+def test_removed_framework_stays_refused_for_the_masters_lifetime():
+    """TEARDOWN'd ids are refused on SUBSCRIBE even after they left the bounded completed_frameworks."""
+    from plastic.local.state import MAX_COMPLETED_FRAMEWORKS
+
+    st = make_state()
+    fid, _ = subscribe(st)
+    st.teardown(st.frameworks[fid], T0)
+    for i in range(MAX_COMPLETED_FRAMEWORKS + 1):
+        other, _ = subscribe(st, name=f"fw{i}", stream=f"x{i}")
+        st.teardown(st.frameworks[other], T0)
+    assert fid not in st.completed_frameworks
+    again, eff = subscribe(st, fid=fid, stream="s9")
+    assert again == fid and fid not in st.frameworks
+    assert [e.event for e in eff if isinstance(e, Send)] == [{"type": "ERROR",
+                                                              "error": {"message": "Framework has been removed"}}]
+    assert eff[-1] == EndStream("s9")
+    st.validate()
+
+
+def test_new_framework_ids_skip_ids_taken_by_reregistered_frameworks():
+    st = make_state()
+    adopted, _ = subscribe(st, fid="m-0000", stream="s1")
+    fresh, _ = subscribe(st, stream="s2")
+    assert (adopted, fresh) == ("m-0000", "m-0001")
+    st.teardown(st.frameworks[fresh], T0)
+    assert subscribe(st, stream="s3")[0] == "m-0002"
+    st.validate()

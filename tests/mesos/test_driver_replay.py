@@ -365,6 +365,49 @@ def test_stale_subscription_answer_resubscribes_and_replays(stop_later):
         assert "reregistered" in sched.names()
 
 
+def test_framework_not_found_after_a_master_failover_resubscribes_and_replays(stop_later):
+    """A new master that has not seen our re-subscription yet answers 400 "Framework cannot be
+    found" (transcript 04): the driver re-subscribes with the same id and replays the call."""
+    sched = Recorder()
+    refused = []
+
+    def on_call(req):
+        if req.type == "KILL" and not refused:
+            refused.append(req)
+            return 400, "Bad Request", b"Framework cannot be found"
+        return None
+
+    with ReplayServer([script("F1"), script("F1", stream_id="stream-2")], on_call=on_call) as server:
+        driver = make_driver(sched, server, framework_info=fw_info(failover_timeout=60.0))
+        stop_later(driver)
+        driver.start()
+        sched.wait_count("registered")
+        assert driver.killTask("t-1").result(5) == 202
+        assert [r.headers["mesos-stream-id"] for r in server.calls("KILL")] == ["stream-1", "stream-2"]
+        assert server.subscribes()[1].json["framework_id"] == {"value": "F1"}
+        sched.wait_count("reregistered")
+        assert driver.framework_id == "F1" and len(sched.of("registered")) == 1
+
+
+def test_framework_not_found_is_an_error_once_resubscribing_does_not_help(stop_later):
+    sched = Recorder()
+
+    def on_call(req):
+        return (400, "Bad Request", b"Framework cannot be found") if req.type == "REVIVE" else None
+
+    scripts = [script("F1", stream_id=f"stream-{i}") for i in range(1, 6)]
+    with ReplayServer(scripts, on_call=on_call) as server:
+        driver = make_driver(sched, server, framework_info=fw_info(failover_timeout=60.0))
+        stop_later(driver)
+        driver.start()
+        sched.wait_count("registered")
+        with pytest.raises(MesosError) as err:
+            driver.reviveOffers().result(10)
+        assert err.value.status_code == 400 and err.value.body == "Framework cannot be found"
+        assert len(server.calls("REVIVE")) == 4  # the first try and three after re-subscribing
+        assert driver.status is DriverStatus.DRIVER_RUNNING
+
+
 def test_accept_without_answer_is_reconciled(stop_later):
     sched = Recorder()
     task = {"name": "t", "task_id": {"value": "t-9"}, "resources": [], "command": {"value": "true"}}

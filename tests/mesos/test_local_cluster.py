@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -295,6 +296,56 @@ def test_reconnect_after_the_master_pauses_replays_queued_calls(fresh_cluster, d
     assert kill.result(10) == 202
     sched.wait_state("paused", "TASK_KILLED", timeout=15)
     assert driver.reconnects >= 1
+
+
+def test_reconnect_after_the_master_restarts(fresh_cluster, drivers):
+    """A real master failover: the master process is SIGKILLed and a new one starts on the same port,
+    with fresh agents (the old task is gone).  The driver retries until the new master answers,
+    re-subscribes with the same framework id (``reregistered``), replays the calls made meanwhile, and
+    gets offers from the new agents; reconciling the old task answers TASK_UNKNOWN; a new task runs."""
+    sched = Launcher()
+    driver = drivers(sched, fresh_cluster.master_url, name="it-restart", failover_timeout_s=60,
+                     subscribe_timeout_s=2.0)
+    sched.wait_count("registered")
+    sched.submit(driver, [task("before-restart", "sleep 30")], where=on_core)
+    running = sched.wait_state("before-restart", "TASK_RUNNING")
+    framework_id = driver.framework_id
+    old_agents = {a.id for a in fresh_cluster.agents}
+    restart = threading.Thread(target=fresh_cluster.restart_master, kwargs={"downtime_s": 1.0})
+    started = time.monotonic()
+    restart.start()
+    try:
+        sched.wait_count("disconnected", timeout=10)
+        # Made while no master is up: queued, replayed after the re-registration.
+        queued = [driver.killTask("before-restart", running["agent_id"]),
+                  driver.acknowledgeStatusUpdate(running),
+                  driver.reconcileTasks([running])]
+        assert not any(f.done() for f in queued)
+    finally:
+        restart.join(30)
+    assert not restart.is_alive() and fresh_cluster.master_restarts == 1
+    sched.wait_count("reregistered", timeout=15)
+    assert time.monotonic() - started < 20
+    assert driver.framework_id == framework_id and len(sched.of("registered")) == 1
+    assert [f.result(10) for f in queued] == [202, 202, 202]
+    new_agents = {a.id for a in fresh_cluster.agents}
+    assert not new_agents & old_agents
+    sched.wait_for(lambda: any(o["agent_id"]["value"] in new_agents
+                               for a in sched.of("resourceOffers") for o in a[0]), 10, "offers from the new agents")
+
+    def unknown() -> list[dict[str, Any]]:
+        return [s for s in sched.statuses("before-restart")
+                if s["state"] == "TASK_UNKNOWN" and s.get("reason") == "REASON_RECONCILIATION"]
+
+    # The replayed KILL and RECONCILE were answered as for an unknown task; so is a new explicit reconcile.
+    sched.wait_for(lambda: len(unknown()) >= 2, 10, "answers to the replayed KILL and RECONCILE")
+    assert driver.reconcileTasks([running]).result(5) == 202
+    sched.wait_for(lambda: len(unknown()) >= 3, 10, "explicit reconciliation of the old task")
+    assert all("uuid" not in s and s["agent_id"] == running["agent_id"] for s in unknown())
+    sched.submit(driver, [task("after-restart", "true")], where=on_core)
+    finished = sched.wait_state("after-restart", "TASK_FINISHED", timeout=15)
+    assert finished["agent_id"]["value"] in new_agents
+    assert driver.status is DriverStatus.DRIVER_RUNNING and driver.reconnects >= 1
 
 
 @pytest.mark.skipif(not zookeeper_available(), reason="no ZooKeeper here (apt-get install zookeeper)")
