@@ -12,8 +12,6 @@ import sys
 
 import click
 
-from plastic.core.errors import PlasticError
-
 log = logging.getLogger(__name__)
 
 
@@ -149,27 +147,9 @@ cli.add_command(local_group)
 
 def main() -> None:
     """Entry point: one clear line and a non-zero exit for every expected error."""
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("plastic: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except PlasticError as exc:
-        click.echo(f"plastic: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except BrokenPipeError:
-        sys.exit(1)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-        if os.environ.get("PLASTIC_DEBUG"):
-            raise
-        click.echo(f"plastic: internal error: {type(exc).__name__}: {exc} (set PLASTIC_DEBUG=1 for a traceback)",
-                   err=True)
-        sys.exit(70)
+    from plastic.cli_errors import run_command
+
+    run_command(cli)
 
 
 if __name__ == "__main__":

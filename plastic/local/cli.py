@@ -289,7 +289,7 @@ def kill_agent(agent_id: str, port: int, master: str | None) -> None:
 
 def main() -> None:
     """`python -m plastic.local`: the group alone, with plastic's error handling."""
-    from plastic.core.errors import PlasticError
+    from plastic.cli_errors import run_command
 
     @click.group()
     @click.option("-v", "--verbose", count=True)
@@ -299,16 +299,5 @@ def main() -> None:
 
     for name, cmd in local_group.commands.items():
         root.add_command(cmd, name)
-    try:
-        root.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except PlasticError as exc:
-        click.echo(f"plastic: {exc}", err=True)
-        sys.exit(exc.exit_code)
+    run_command(root)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.local.agent import MARKER_ENV
+from plastic.procs import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -64,22 +65,6 @@ def read_state(path: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-
-
-def pid_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return fields[0] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
 
 
 def marked_pids(cluster_id: str, agent_id: str | None = None) -> list[int]:

