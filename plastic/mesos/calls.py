@@ -57,6 +57,13 @@ def as_filters(filters: FiltersLike) -> dict[str, Any] | None:
     return dict(filters)
 
 
+def _add_filters(body: dict[str, Any], filters: FiltersLike) -> None:
+    """Set `filters` on a call body when there are any."""
+    f = as_filters(filters)
+    if f is not None:
+        body["filters"] = f
+
+
 def as_roles(roles: str | Iterable[str] | None) -> list[str] | None:
     if roles is None:
         return None
@@ -127,33 +134,25 @@ def accept(
     filters: FiltersLike = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"offer_ids": as_id_list(offer_ids), "operations": [dict(op) for op in operations]}
-    f = as_filters(filters)
-    if f is not None:
-        body["filters"] = f
+    _add_filters(body, filters)
     return {"type": "ACCEPT", "accept": body}
 
 
 def decline(offer_ids: IdLike | Iterable[IdLike], filters: FiltersLike = None) -> dict[str, Any]:
     body: dict[str, Any] = {"offer_ids": as_id_list(offer_ids)}
-    f = as_filters(filters)
-    if f is not None:
-        body["filters"] = f
+    _add_filters(body, filters)
     return {"type": "DECLINE", "decline": body}
 
 
 def accept_inverse_offers(offer_ids: IdLike | Iterable[IdLike], filters: FiltersLike = None) -> dict[str, Any]:
     body: dict[str, Any] = {"inverse_offer_ids": as_id_list(offer_ids)}
-    f = as_filters(filters)
-    if f is not None:
-        body["filters"] = f
+    _add_filters(body, filters)
     return {"type": "ACCEPT_INVERSE_OFFERS", "accept_inverse_offers": body}
 
 
 def decline_inverse_offers(offer_ids: IdLike | Iterable[IdLike], filters: FiltersLike = None) -> dict[str, Any]:
     body: dict[str, Any] = {"inverse_offer_ids": as_id_list(offer_ids)}
-    f = as_filters(filters)
-    if f is not None:
-        body["filters"] = f
+    _add_filters(body, filters)
     return {"type": "DECLINE_INVERSE_OFFERS", "decline_inverse_offers": body}
 
 
