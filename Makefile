@@ -14,11 +14,11 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP_RUN): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e . --config-settings editable_mode=compat
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test]' --config-settings editable_mode=compat
 	touch $@ $(STAMP_RUN)
 
 venv: $(STAMP_RUN)
@@ -42,7 +42,7 @@ test: $(STAMP_TEST) test-services
 	  rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; exit 0; fi; exit $$rc
 
 bench: $(STAMP_TEST)
-	$(BIN)/pip install -q -e '.[test,bench]'
+	$(BIN)/pip install -q -e '.[test,bench]' --config-settings editable_mode=compat
 	$(BIN)/python bench/plan_quality.py
 
 clean:

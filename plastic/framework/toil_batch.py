@@ -1,0 +1,240 @@
+"""PlasticBatchSystem: Toil's view of plastic's Mesos framework (registered by toil_batch_system_plastic).
+
+Toil-facing shell only: every decision is the JobBook's (plastic.core.jobbook), every Mesos
+interaction the Framework adapter's (plastic.framework.adapter).  See
+docs/design/toil-batch-system.md for the contract this class signs.
+
+- Local helper jobs (CWL `local=True`) go to BatchSystemLocalSupport's single-machine queue; a
+  forwarder thread moves their completions into the one merged queue that getUpdatedBatchJob reads
+  with a single blocking get, next to the completions the Framework reports.
+- An id stays in getIssuedBatchJobIDs from issue until getUpdatedBatchJob hands it out or
+  killBatchJobs kills it (so relaunches inside plastic never look MISSING to the leader).
+- Killed jobs are never reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import threading
+import time
+from argparse import ArgumentParser, _ArgumentGroup
+from typing import Any
+
+from toil.batchSystems.abstractBatchSystem import (
+    EXIT_STATUS_UNAVAILABLE_VALUE,
+    AbstractScalableBatchSystem,
+    BatchJobExitReason,
+    NodeInfo,
+    UpdatedBatchJobInfo,
+)
+from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
+
+from plastic.core.jobbook_messages import JobEnded
+from plastic.core.model import PREEMPTIBLE, RELIABLE
+from plastic.framework.adapter import Framework, TaskSpec, demand_of
+
+log = logging.getLogger(__name__)
+
+MASTER_ENV = ("PLASTIC_MASTER", "PLASTIC_MASTER_URL")
+RECORD_ENV = "PLASTIC_RECORD_LOG"
+KILL_WAIT_S = 30.0
+
+_REASONS = {
+    "finished": BatchJobExitReason.FINISHED,
+    "failed": BatchJobExitReason.FAILED,
+    "killed": BatchJobExitReason.KILLED,
+    "lost_for_good": BatchJobExitReason.LOST,
+}
+
+
+def _env_master() -> str | None:
+    return next((os.environ[n] for n in MASTER_ENV if os.environ.get(n)), None)
+
+
+def updated_info(ended: JobEnded) -> UpdatedBatchJobInfo:
+    """JobEnded -> Toil's UpdatedBatchJobInfo (finished: 0/FINISHED, failed: N/FAILED, killed: KILLED,
+    lost_for_good: LOST)."""
+    reason = _REASONS[ended.outcome]
+    status = 0 if ended.outcome == "finished" and ended.exit_code == 0 else ended.exit_code
+    if ended.outcome != "finished" and status == 0:
+        status = EXIT_STATUS_UNAVAILABLE_VALUE
+    return UpdatedBatchJobInfo(jobID=int(ended.job_id), exitStatus=status, exitReason=reason,
+                               wallTime=max(ended.wall_time_s, 0.001), backing_id=ended.mesos_task_id)
+
+
+class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem):
+    """Runs Toil jobs as tasks of plastic's Mesos framework."""
+
+    @classmethod
+    def supportsAutoDeployment(cls) -> bool:
+        return False
+
+    @classmethod
+    def add_options(cls, parser: ArgumentParser | _ArgumentGroup) -> None:
+        parser.add_argument("--plasticMaster", dest="plastic_master", default=_env_master(),
+                            help="Mesos master for the plastic batch system: http://HOST:PORT or "
+                                 "zk://HOSTS/mesos (default: $PLASTIC_MASTER)")
+        parser.add_argument("--plasticFailoverTimeout", dest="plastic_failover_timeout", type=float,
+                            default=None,
+                            help="Mesos failover timeout of plastic's framework, in seconds (default: none, "
+                                 "the framework is torn down at shutdown)")
+
+    @classmethod
+    def setOptions(cls, setOption: Any) -> None:
+        setOption("plastic_master")
+        setOption("plastic_failover_timeout")
+
+    def __init__(self, config: Any, maxCores: float, maxMemory: float, maxDisk: int) -> None:
+        super().__init__(config, maxCores, maxMemory, maxDisk)
+        master = getattr(config, "plastic_master", None) or _env_master()
+        if not master:
+            raise RuntimeError("the plastic batch system needs --plasticMaster URL (or $PLASTIC_MASTER)")
+        failover = getattr(config, "plastic_failover_timeout", None)
+        worker = shutil.which("_toil_worker")
+        self.worker_dir = os.path.dirname(worker) if worker else None
+        self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
+        self.state_lock = threading.Lock()
+        self.issued: set[int] = set()  # ours and local: issued, not handed out, not killed
+        self.local_ids: set[int] = set()
+        self.ignored_nodes: set[str] = set()
+        self._stopping = threading.Event()
+        self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
+                                   failover_timeout_s=failover, on_ended=self._ended,
+                                   record_path=os.environ.get(RECORD_ENV) or None)
+        try:
+            self.framework.start()
+        except BaseException:
+            self.shutdownLocal()
+            raise
+        self._forwarder = threading.Thread(target=self._forward_local, name="plastic-local-forwarder",
+                                           daemon=True)
+        self._forwarder.start()
+
+    # ------------------------------------------------------------ completions
+
+    def _ended(self, ended: JobEnded) -> None:  # Framework thread (under its lock): never block
+        self.updates.put(updated_info(ended))
+
+    def _forward_local(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                info = self.getUpdatedLocalJob(1)
+            except Exception:
+                log.exception("local batch system update failed")
+                time.sleep(1)
+                continue
+            if info is not None:
+                self.updates.put(info)
+
+    # ------------------------------------------------------------ AbstractBatchSystem
+
+    def issueBatchJob(self, command: str, job_desc: Any, job_environment: dict[str, str] | None = None) -> int:
+        local_id = self.handleLocalJob(command, job_desc)
+        if local_id is not None:
+            with self.state_lock:
+                self.local_ids.add(local_id)
+                self.issued.add(local_id)
+            return local_id
+        self.check_resource_request(job_desc)
+        job_id = self.getNextJobID()
+        env = dict(self.environment)
+        env.update(job_environment or {})
+        path = env.get("PATH") or os.environ.get("PATH", "")
+        if self.worker_dir and self.worker_dir not in path.split(os.pathsep):
+            path = self.worker_dir + (os.pathsep + path if path else "")
+        env["PATH"] = path
+        name = getattr(job_desc, "displayName", None) or getattr(job_desc, "jobName", None) or f"toil-{job_id}"
+        preempt = PREEMPTIBLE if getattr(job_desc, "preemptible", False) else RELIABLE
+        with self.state_lock:
+            self.issued.add(job_id)
+        self.framework.issue(str(job_id), TaskSpec(command, env, str(name)),
+                             demand_of(job_desc.cores, job_desc.memory), preempt,
+                             tool=getattr(job_desc, "unitName", None) or None)
+        return job_id
+
+    def killBatchJobs(self, jobIDs: list[int]) -> None:
+        with self.state_lock:
+            local = [j for j in jobIDs if j in self.local_ids]
+            ours = [j for j in jobIDs if j not in self.local_ids]
+            for j in jobIDs:
+                self.issued.discard(j)
+                self.local_ids.discard(j)
+        if local:
+            self.killLocalJobs(local)
+        for j in ours:
+            if not self.framework.kill(str(j), wait_s=KILL_WAIT_S):
+                log.warning("job %d: no TASK_KILLED within %.0f s; abandoned", j, KILL_WAIT_S)
+
+    def getIssuedBatchJobIDs(self) -> list[int]:
+        with self.state_lock:
+            return sorted(self.issued)
+
+    def getRunningBatchJobIDs(self) -> dict[int, float]:
+        with self.state_lock:
+            issued = set(self.issued)
+        out = {int(j): s for j, s in self.framework.running().items() if int(j) in issued}
+        out.update({j: s for j, s in self.getRunningLocalJobIDs().items() if j in issued})
+        return out
+
+    def getUpdatedBatchJob(self, maxWait: int) -> UpdatedBatchJobInfo | None:
+        deadline = time.monotonic() + max(maxWait, 0)
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                info = self.updates.get(timeout=left) if left > 0 else self.updates.get_nowait()
+            except queue.Empty:
+                return None
+            with self.state_lock:
+                if info.jobID not in self.issued:  # killed, or reported already: never twice
+                    continue
+                self.issued.discard(info.jobID)
+                self.local_ids.discard(info.jobID)
+            return info
+
+    def getSchedulingStatusMessage(self) -> str | None:
+        return self.framework.scheduling_status()
+
+    def shutdown(self) -> None:
+        self._stopping.set()
+        try:
+            self.framework.stop(kill_tasks=True,
+                                failover=bool(self.framework.failover_timeout_s))
+        finally:
+            self.shutdownLocal()
+            self._forwarder.join(timeout=5)
+
+    # ------------------------------------------------------------ AbstractScalableBatchSystem
+
+    def getNodes(self, preemptible: bool | None = None, timeout: int = 600) -> dict[str, NodeInfo]:
+        fw = self.framework
+        with fw.lock:
+            out: dict[str, NodeInfo] = {}
+            for agent_id, info in fw.agents().items():
+                if preemptible is not None and info.preemptible != preemptible:
+                    continue
+                jobs = fw.book.on_agent(agent_id)
+                cores = sum(j.demand.vcpus for j in jobs)
+                mem = sum(j.demand.ram_mib for j in jobs)
+                cap = info.capacity
+                out[fw.address_of(agent_id)] = NodeInfo(
+                    coresUsed=cores / cap.vcpus if cap.vcpus else 0.0,
+                    memoryUsed=mem / cap.ram_mib if cap.ram_mib else 0.0,
+                    coresTotal=cap.vcpus, memoryTotal=cap.ram_mib * 2**20,
+                    requestedCores=cores, requestedMemory=mem * 2**20, workers=len(jobs))
+        return out
+
+    def nodeInUse(self, nodeIP: str) -> bool:
+        fw = self.framework
+        with fw.lock:
+            return any(fw.book.on_agent(a) for a in fw.agent_ids_at(nodeIP))
+
+    def ignoreNode(self, nodeAddress: str) -> None:
+        self.ignored_nodes.add(nodeAddress)
+        self.framework.ignore(nodeAddress)
+
+    def unignoreNode(self, nodeAddress: str) -> None:
+        self.ignored_nodes.discard(nodeAddress)
+        self.framework.unignore(nodeAddress)

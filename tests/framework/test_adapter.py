@@ -1,0 +1,107 @@
+"""The Framework adapter with a recording fake driver: callbacks -> events, commands -> driver calls."""
+
+from __future__ import annotations
+
+from plastic.core.model import PREEMPTIBLE, RELIABLE, Resources
+from plastic.framework.adapter import Framework, TaskSpec, agent_from_offer, demand_of, status_event
+
+
+class FakeDriver:
+    def __init__(self, scheduler, info, master, **kw):
+        self.scheduler, self.info, self.master, self.kw = scheduler, info, master, kw
+        self.calls: list[tuple] = []
+
+    def __getattr__(self, name):
+        if name[0].islower() and name not in ("operator",):
+            return lambda *a, **k: self.calls.append((name, a, k))
+        raise AttributeError(name)
+
+    @property
+    def operator(self):
+        raise AttributeError("no operator API")
+
+    def of(self, name):
+        return [c for c in self.calls if c[0] == name]
+
+
+def offer(oid, agent, cpus, mem, preemptible=False, port=5051):
+    return {"id": {"value": oid}, "agent_id": {"value": agent}, "hostname": "127.0.0.1",
+            "url": {"address": {"ip": "127.0.0.1", "port": port}},
+            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": cpus}, "role": "*"},
+                          {"name": "mem", "type": "SCALAR", "scalar": {"value": mem}, "role": "*"},
+                          {"name": "ports", "type": "RANGES", "ranges": {"range": [{"begin": 1, "end": 2}]}}],
+            "attributes": [{"name": "preemptible", "type": "TEXT", "text": {"value": "true" if preemptible else "false"}},
+                           {"name": "cluster", "type": "TEXT", "text": {"value": "burst" if preemptible else "core"}}]}
+
+
+def make():
+    ended = []
+    fw = Framework("http://x", driver_factory=FakeDriver, on_ended=ended.append, clock=lambda: 100.0)
+    fw.registered(fw.driver, {"value": "fw-1"}, {})
+    return fw, fw.driver, ended
+
+
+def test_conversions():
+    a = agent_from_offer(offer("o1", "a1", 2.5, 1024.9, preemptible=True))
+    assert a.agent_id == "a1" and a.preemptible and a.cluster == "burst"
+    assert a.capacity == Resources(2, 1024)
+    assert demand_of(0.1, 314572800) == Resources(1, 300)
+    assert demand_of(2, 1) == Resources(2, 1)
+    ev = status_event({"task_id": {"value": "7.1"}, "state": "TASK_FAILED", "agent_id": {"value": "a1"},
+                       "message": "Command exited with status 3", "uuid": "dXU="})
+    assert (ev.mesos_task_id, ev.agent_id, ev.uuid) == ("7.1", "a1", "dXU=")
+
+
+def test_launch_finish_and_ack():
+    fw, d, ended = make()
+    fw.issue("7", TaskSpec("echo hi", {"A": "1"}, "CWLJob x"), Resources(1, 256), RELIABLE)
+    assert d.of("reviveOffers")
+    fw.resourceOffers(d, [offer("o1", "a1", 4, 8192)])
+    (launch,) = d.of("launchTasks")
+    offer_id, tasks = launch[1]
+    assert offer_id == {"value": "o1"}
+    t = tasks[0]
+    assert t["task_id"] == {"value": "7.1"} and t["agent_id"] == {"value": "a1"} and t["name"] == "CWLJob x"
+    assert t["command"]["shell"] is True and {"name": "A", "value": "1"} in t["command"]["environment"]["variables"]
+    assert {r["name"]: (r["scalar"]["value"], r["role"]) for r in t["resources"]} == {"cpus": (1.0, "*"),
+                                                                                      "mem": (256.0, "*")}
+    status = {"task_id": {"value": "7.1"}, "state": "TASK_RUNNING", "agent_id": {"value": "a1"}, "uuid": "u1"}
+    fw.statusUpdate(d, status)
+    assert fw.running() == {"7": 0.0}
+    assert d.of("acknowledgeStatusUpdate")[-1][1][0] is status
+    fw.statusUpdate(d, {"task_id": {"value": "7.1"}, "state": "TASK_FINISHED", "agent_id": {"value": "a1"},
+                        "uuid": "u2"})
+    assert [(e.job_id, e.outcome, e.exit_code) for e in ended] == [("7", "finished", 0)]
+    assert d.of("suppressOffers")
+
+
+def test_ignored_agent_gets_nothing_and_lost_agent_requeues():
+    fw, d, ended = make()
+    fw.resourceOffers(d, [offer("o0", "a1", 2, 2048, preemptible=True, port=5052)])  # learn the address
+    fw.ignore("127.0.0.1:5052")
+    fw.issue("1", TaskSpec("true"), Resources(1, 256), PREEMPTIBLE)
+    fw.resourceOffers(d, [offer("o1", "a1", 2, 2048, preemptible=True, port=5052)])
+    assert not d.of("launchTasks")
+    fw.unignore("127.0.0.1:5052")
+    fw.resourceOffers(d, [offer("o2", "a1", 2, 2048, preemptible=True, port=5052),
+                          offer("o3", "a2", 2, 2048, preemptible=True, port=5053)])
+    assert len(d.of("launchTasks")) == 1
+    agent = d.of("launchTasks")[0][1][1][0]["agent_id"]["value"]
+    fw.slaveLost(d, {"value": agent})
+    assert not ended and fw.book.jobs["1"].attempt == 2 and fw.book.jobs["1"].preemptions == 1
+    fw.book.validate()
+
+
+def test_kill_waits_for_killed_and_failed_exit_code():
+    fw, d, ended = make()
+    fw.issue("2", TaskSpec("sleep 100"), Resources(1, 256), RELIABLE)
+    fw.issue("3", TaskSpec("exit 3"), Resources(1, 256), RELIABLE)
+    fw.resourceOffers(d, [offer("o1", "a1", 4, 8192)])
+    assert not fw.kill("2", wait_s=0.05)  # no TASK_KILLED yet
+    assert d.of("killTask")[0][1][0] == {"value": "2.1"}
+    fw.statusUpdate(d, {"task_id": {"value": "2.1"}, "state": "TASK_KILLED", "agent_id": {"value": "a1"}})
+    assert fw.kill("2", wait_s=0.05)
+    fw.statusUpdate(d, {"task_id": {"value": "3.1"}, "state": "TASK_FAILED", "agent_id": {"value": "a1"},
+                        "message": "Command exited with status 3"})
+    assert [(e.job_id, e.outcome, e.exit_code) for e in ended] == [("2", "killed", 255), ("3", "failed", 3)]
+    fw.book.validate()
