@@ -41,9 +41,9 @@ from plastic.core.jobbook_messages import (
     Reconnected,
     Record,
     ReportUnplaceable,
-    Revive,
+    ReviveOffers,
     StatusReceived,
-    Suppress,
+    SuppressOffers,
     TaskLaunch,
     Tick,
 )
@@ -54,7 +54,7 @@ __all__ = [  # the book, plus every event and command (defined in jobbook_messag
     "Acknowledge", "AgentLost", "AgentSeen", "Attempt", "Command", "DeclineOffers", "Event", "Job",
     "JobBook", "JobEnded", "JobIssued", "KillRequested", "KillTask", "LaunchTasks", "NoticeReceived",
     "OfferRescinded", "OffersReceived", "Outcome", "Reconcile", "Reconnected", "Record",
-    "ReportUnplaceable", "Revive", "StatusReceived", "Suppress", "TaskLaunch", "Tick", "exit_code_of",
+    "ReportUnplaceable", "ReviveOffers", "StatusReceived", "SuppressOffers", "TaskLaunch", "Tick", "exit_code_of",
     "split_task_id", "task_id_of",
 ]
 
@@ -224,12 +224,9 @@ class JobBook:
             case _:
                 raise TypeError(f"not a JobBook event: {event!r}")
         flow = pl.offer_flow(queue_was_empty, not self.queued(), self.suppressed)
-        if isinstance(flow, pl.SuppressOffers):
-            self.suppressed = True
-            out.append(Suppress())
-        elif isinstance(flow, pl.ReviveOffers):
-            self.suppressed = False
-            out.append(Revive())
+        if flow is not None:
+            self.suppressed = isinstance(flow, SuppressOffers)
+            out.append(flow)
         return out
 
     # ------------------------------------------------------------ transitions

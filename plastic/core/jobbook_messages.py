@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from plastic.core.model import Preempt, Resources
-from plastic.core.placement import AgentInfo, Offer
+from plastic.core.placement import AgentInfo, Offer, ReviveOffers, SuppressOffers  # commands shared with placement
 
 # ------------------------------------------------------------------ events
 
@@ -133,16 +133,6 @@ class Acknowledge:
 
 
 @dataclass(frozen=True, slots=True)
-class Revive:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Suppress:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
 class Reconcile:
     """Explicit reconciliation: (mesos_task_id, agent_id) pairs."""
 
@@ -179,5 +169,5 @@ class ReportUnplaceable:
     reason: str
 
 
-Command = (LaunchTasks | DeclineOffers | KillTask | Acknowledge | Revive | Suppress | Reconcile
+Command = (LaunchTasks | DeclineOffers | KillTask | Acknowledge | ReviveOffers | SuppressOffers | Reconcile
            | JobEnded | Record | ReportUnplaceable)

@@ -10,7 +10,7 @@ book produced them (driver calls only queue work and return futures, so nothing 
 
     LaunchTasks -> driver.launchTasks    DeclineOffers -> driver.declineOffer
     KillTask -> driver.killTask          Acknowledge -> driver.acknowledgeStatusUpdate
-    Revive / Suppress -> reviveOffers / suppressOffers               Reconcile -> reconcileTasks
+    ReviveOffers / SuppressOffers -> reviveOffers / suppressOffers               Reconcile -> reconcileTasks
     JobEnded -> on_ended (a queue by default)    Record -> JSON lines (record_path) or logging
     ReportUnplaceable -> a warning, kept for scheduling_status()
 """
@@ -47,9 +47,9 @@ from plastic.core.jobbook_messages import (
     Reconnected,
     Record,
     ReportUnplaceable,
-    Revive,
+    ReviveOffers,
     StatusReceived,
-    Suppress,
+    SuppressOffers,
     Tick,
 )
 from plastic.core.lifecycle import TaskState
@@ -318,9 +318,9 @@ class Framework(Scheduler):
                     "task_id": {"value": command.mesos_task_id}, "uuid": command.uuid,
                     **({"agent_id": {"value": command.agent_id}} if command.agent_id else {})}
                 d.acknowledgeStatusUpdate(status)
-            case Revive():
+            case ReviveOffers():
                 d.reviveOffers()
-            case Suppress():
+            case SuppressOffers():
                 d.suppressOffers()
             case Reconcile():
                 d.reconcileTasks([{"task_id": {"value": t}, **({"agent_id": {"value": a}} if a else {})}

@@ -24,9 +24,9 @@ from plastic.core.jobbook import (
     Reconnected,
     Record,
     ReportUnplaceable,
-    Revive,
+    ReviveOffers,
     StatusReceived,
-    Suppress,
+    SuppressOffers,
     Tick,
     exit_code_of,
     split_task_id,
@@ -104,11 +104,11 @@ def test_task_ids_and_exit_codes():
 def test_happy_path_finished_once_and_acknowledged_after():
     h = Harness()
     cmds = h.issue("j")
-    assert of(cmds, Revive) and not of(cmds, LaunchTasks)
+    assert of(cmds, ReviveOffers) and not of(cmds, LaunchTasks)
     cmds = h.offer(CORE)
     assert h.launched(cmds) == [("j.1", "core")]
     assert records(cmds, "placed")[0]["why"]
-    assert of(cmds, Suppress)  # nothing left queued
+    assert of(cmds, SuppressOffers)  # nothing left queued
     assert h.book.jobs["j"].state is TaskState.LAUNCHING
     h.status("j.1", "TASK_STARTING", agent_id="core")
     cmds = h.status("j.1", "TASK_RUNNING", agent_id="core")
@@ -153,7 +153,7 @@ def test_kill_queued_job_ends_at_once():
     h = Harness()
     h.issue()
     cmds = h(KillRequested("j"))
-    assert of(cmds, JobEnded)[0].outcome == "killed" and of(cmds, Suppress)
+    assert of(cmds, JobEnded)[0].outcome == "killed" and of(cmds, SuppressOffers)
     assert not h.launched(h.offer(CORE))
 
 
@@ -161,7 +161,7 @@ def test_agent_loss_requeues_under_new_task_id_without_jobended():
     h = Harness()
     t = h.run(agent=BURST)
     cmds = h(AgentLost("burst"))
-    assert not of(cmds, JobEnded) and of(cmds, Revive)
+    assert not of(cmds, JobEnded) and of(cmds, ReviveOffers)
     job = h.book.jobs["j"]
     assert (job.state, job.attempt, job.preemptions) == (TaskState.QUEUED, 2, 1)
     assert records(cmds, "requeue")[0]["counted_as"] == "preempted"
@@ -361,14 +361,14 @@ def test_periodic_reconcile_and_kill_retry():
 
 def test_suppress_and_revive():
     h = Harness()
-    assert of(h(Tick()), Suppress)
-    assert not of(h(Tick()), Suppress)  # once
-    assert of(h.issue("a"), Revive)
-    assert not of(h.issue("b"), Revive)
+    assert of(h(Tick()), SuppressOffers)
+    assert not of(h(Tick()), SuppressOffers)  # once
+    assert of(h.issue("a"), ReviveOffers)
+    assert not of(h.issue("b"), ReviveOffers)
     cmds = h.offer(CORE)
-    assert of(cmds, Suppress) and len(h.launched(cmds)) == 2
+    assert of(cmds, SuppressOffers) and len(h.launched(cmds)) == 2
     cmds = h(AgentLost("core"))
-    assert of(cmds, Revive)
+    assert of(cmds, ReviveOffers)
 
 
 def test_unplaceable_reported_once_and_kept_queued():

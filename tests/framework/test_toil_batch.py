@@ -25,8 +25,9 @@ def test_updated_info(outcome, code, status, reason):
 
 
 def test_registered_and_flags():
-    import toil_batch_system_plastic
     from toil.batchSystems.registry import get_batch_system
+
+    import toil_batch_system_plastic
 
     assert toil_batch_system_plastic.plastic_batch_system_factory() is PlasticBatchSystem
     assert get_batch_system("plastic") is PlasticBatchSystem
