@@ -3,37 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.clirun import REPO, assert_one_line_error, plastic
+
 DATA = Path(__file__).resolve().parent / "data"
 TRACE = DATA / "tiny-trace.json"
 WFINSTANCES = REPO.parent / "shared" / "data" / "wfinstances"
 SCATTER = REPO / "cwl-examples" / "scatter-gather"
 
 
-def plastic(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plastic.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=120)
-
-
 def plan_json(*args: str) -> dict:
     res = plastic("plan", *args, "--format", "json")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
-
-
-def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    assert "Traceback" not in res.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 # ---------------------------------------------------------------- the plan JSON

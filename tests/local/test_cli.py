@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 import pytest
@@ -13,10 +13,12 @@ import pytest
 from plastic.local.config import load_cluster_file, spec_from_plan_doc
 from plastic.local.supervisor import marked_pids
 from plastic.procs import pid_alive
+from tests.clirun import REPO, assert_one_line_error
+from tests.clirun import plastic as _plastic
 from tests.local.rawmesos import eventually
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "deploy" / "cluster-example.yaml"
+plastic = functools.partial(_plastic, timeout=60)  # cluster commands answer fast
 
 PLAN = {
     "schema": "plastic.plan/v1", "tasks": [], "cost_per_hour": 0.2,
@@ -27,20 +29,6 @@ PLAN = {
          "usd_per_hour": 0.03, "capacity": {"vcpus": 2, "ram_mib": 8192}, "tasks": []},
     ],
 }
-
-
-def plastic(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plastic.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout, check=False)
-
-
-def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    assert "Traceback" not in res.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_example_cluster_file_is_valid():

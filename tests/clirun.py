@@ -1,0 +1,25 @@
+"""Running `plastic` as a user would, for the CLI tests: a real process, exit code and stderr."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def plastic(*args: object, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m plastic.cli ARGS` from the repository root (or `cwd`)."""
+    return subprocess.run([sys.executable, "-m", "plastic.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or REPO, timeout=timeout, check=False)
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """Bad input: exit status 2, exactly one line on stderr holding every needle, no traceback."""
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
