@@ -248,9 +248,12 @@ class JobBook:
         self.ended_count[job.job_id] = self.ended_count.get(job.job_id, 0) + 1
         backing = job.mesos_task_id if cur is not None else None
         out.append(JobEnded(job.job_id, outcome, exit_code, wall, backing, reason, message))
-        out.append(Record("ended", {"job_id": job.job_id, "outcome": outcome, "exit_code": exit_code,
-                                    "attempt": job.attempt, "agent_id": job.agent_id, "wall_time_s": wall,
-                                    "reason": reason, "message": message}))
+        agent = self.agents.get(job.agent_id) if job.agent_id is not None else None
+        out.append(Record("ended", {"job_id": job.job_id, "outcome": outcome, "state": str(state),
+                                    "exit_code": exit_code, "attempt": job.attempt, "agent_id": job.agent_id,
+                                    "cluster": agent.cluster if agent else None,
+                                    "preemptible": agent.preemptible if agent else None,
+                                    "wall_time_s": wall, "reason": reason, "message": message}))
 
     def _requeue(self, job: Job, cause: str, now: float, out: list[Command], *,
                  detail: str | None = None) -> None:
@@ -389,9 +392,11 @@ class JobBook:
             per_offer.setdefault(lt.offer_id, []).append(
                 TaskLaunch(lt.task_id, job.job_id, job.attempt, lt.agent_id, lt.demand, lt.reason))
             agent_of[lt.offer_id] = lt.agent_id
+            agent = self.agents[lt.agent_id]
             out.append(Record("placed", {"job_id": job.job_id, "task": lt.task_id, "agent_id": lt.agent_id,
-                                         "offer_id": lt.offer_id, "why": lt.reason,
-                                         "preemptions": job.preemptions}))
+                                         "cluster": agent.cluster, "preemptible": agent.preemptible,
+                                         "instance_type": agent.instance_type, "offer_id": lt.offer_id,
+                                         "why": lt.reason, "preemptions": job.preemptions}))
         for offer_id, tasks in per_offer.items():
             out.append(LaunchTasks(offer_id, agent_of[offer_id], tuple(tasks)))
         declined = tuple(o.offer_id for o in offers if o.offer_id not in per_offer)
@@ -416,6 +421,7 @@ class JobBook:
             if not quiet or known is None or back:
                 out.append(Record("agent", {"agent_id": agent.agent_id, "preemptible": agent.preemptible,
                                             "cluster": agent.cluster, "instance_type": agent.instance_type,
+                                            "vcpus": agent.capacity.vcpus, "ram_mib": agent.capacity.ram_mib,
                                             "back": back}))
             if not quiet:
                 self._check_unplaceable(self.queued(), now, out)

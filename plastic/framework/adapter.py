@@ -11,19 +11,23 @@ book produced them (driver calls only queue work and return futures, so nothing 
     LaunchTasks -> driver.launchTasks    DeclineOffers -> driver.declineOffer
     KillTask -> driver.killTask          Acknowledge -> driver.acknowledgeStatusUpdate
     ReviveOffers / SuppressOffers -> reviveOffers / suppressOffers               Reconcile -> reconcileTasks
-    JobEnded -> on_ended (a queue by default)    Record -> JSON lines (record_path) or logging
-    ReportUnplaceable -> a warning, kept for scheduling_status()
+    JobEnded -> on_ended (a queue by default)    ReportUnplaceable -> a warning, kept for scheduling_status()
+    Record -> every recorder (plastic.framework.recorder: JSON lines with record_path, the run in Redis
+              through plastic.framework.store_recorder), else a DEBUG log line
+
+Records get a few details only the shell knows: `issued` the task's name and step, `agent` the
+agent's address, and the shell adds `registered` (framework id) and `declined_ignored` records.
+Recorders are closed (flushed, bounded) by stop().
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +59,7 @@ from plastic.core.jobbook_messages import (
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import Preempt, Resources
 from plastic.core.placement import AgentInfo, Offer
+from plastic.framework.recorder import JsonLinesRecorder, LogRecorder, Recorder
 from plastic.mesos.driver import MesosSchedulerDriver
 from plastic.mesos.scheduler import Scheduler
 
@@ -65,11 +70,13 @@ TRUE_WORDS = frozenset({"true", "1", "yes"})
 
 @dataclass(frozen=True, slots=True)
 class TaskSpec:
-    """What a task runs: a shell command with its environment (the adapter adds nothing to either)."""
+    """What a task runs: a shell command with its environment (the adapter adds nothing to either),
+    and the name and workflow step it is recorded under."""
 
     command: str
     environment: Mapping[str, str] = field(default_factory=dict)
     name: str = ""
+    step: str | None = None
 
 
 # ------------------------------------------------------------------ pure conversions
@@ -159,6 +166,8 @@ class Framework(Scheduler):
         clock: Callable[[], float] = time.monotonic,
         driver_factory: Callable[..., Any] = MesosSchedulerDriver,
         role: str | None = None,
+        recorders: Sequence[Recorder] = (),
+        record_flush_s: float = 10.0,
     ):
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)  # notified after every event
@@ -177,7 +186,11 @@ class Framework(Scheduler):
         self.last_error: str | None = None
         self.framework_id: str | None = None
         self.tick_s = tick_s
-        self._record_file = open(record_path, "a", encoding="utf-8") if record_path else None  # noqa: SIM115
+        self.recorders: list[Recorder] = [JsonLinesRecorder(record_path)] if record_path else []
+        self.recorders += list(recorders)
+        if not self.recorders:
+            self.recorders.append(LogRecorder())
+        self.record_flush_s = record_flush_s
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         info: dict[str, Any] = {"name": name, "capabilities": []}
@@ -210,10 +223,17 @@ class Framework(Scheduler):
         finally:
             if self._ticker is not None:
                 self._ticker.join(timeout=self.tick_s + 1)
-            if self._record_file is not None:
-                with self.lock:
-                    self._record_file.close()
-                    self._record_file = None
+            self.close_recorders()
+
+    def close_recorders(self) -> None:
+        """Flush and close every recorder (each waits at most record_flush_s)."""
+        with self.lock:
+            recorders, self.recorders = self.recorders, []
+        for r in recorders:
+            try:
+                r.close(self.record_flush_s)
+            except Exception:
+                log.exception("could not close recorder %r", r)
 
     def _tick_loop(self) -> None:
         while not self._stop.wait(self.tick_s):
@@ -363,18 +383,27 @@ class Framework(Scheduler):
         }
 
     def _record(self, kind: str, fields: Mapping[str, object]) -> None:
-        if self._record_file is not None:
-            line = json.dumps({"t": time.time(), "kind": kind, **fields}, default=str)
-            self._record_file.write(line + "\n")
-            self._record_file.flush()
-        else:
-            log.debug("%s %s", kind, dict(fields))
+        if kind == "issued":
+            spec = self.specs.get(str(fields.get("job_id")))
+            if spec is not None:
+                fields = {**fields, "name": spec.name, "step": spec.step}
+        elif kind == "agent":
+            address = self.addresses.get(str(fields.get("agent_id")))
+            if address:
+                fields = {**fields, "address": address}
+        for r in self.recorders:
+            try:
+                r.record(kind, fields)
+            except Exception:  # a recorder must never stop scheduling
+                log.exception("recorder %r failed on a %s record", r, kind)
 
     # ------------------------------------------------------------ driver callbacks
 
     def registered(self, driver: Any, framework_id: Mapping[str, Any], master_info: Mapping[str, Any]) -> None:
         self.framework_id = _value(framework_id)
         log.info("registered as framework %s", self.framework_id)
+        with self.lock:
+            self._record("registered", {"framework_id": self.framework_id})
         self._load_agents(driver)
         if self.registered_event.is_set():
             self.apply(Reconnected())  # a new framework id: reconcile what we think is live

@@ -10,6 +10,15 @@ docs/design/toil-batch-system.md for the contract this class signs.
 - An id stays in getIssuedBatchJobIDs from issue until getUpdatedBatchJob hands it out or
   killBatchJobs kills it (so relaunches inside plastic never look MISSING to the leader).
 - Killed jobs are never reported.
+- Per-tool policy: with --plasticPolicy FILE every job's preempt budget, instance type, tool key and
+  step come from the table entry named by the last component of its unitName
+  (plastic.core.policy.resolve); without an entry, Toil's `preemptible` decides.
+- State in Redis: with --plasticRedis URL (and --plasticRun ID, else a new run) every record goes to
+  the run's event stream and task/agent records (plastic.framework.store_recorder), written by a
+  background thread; without it only the JSON-lines log ($PLASTIC_RECORD_LOG) is kept.
+- Configuration errors (no master, bad policy file, Redis unreachable, bad run id) are raised as
+  Toil's InconsistentConfigurationError, which toil-cwl-runner prints as one line (exit 1); a bad
+  --plasticPolicy given on the command line is already refused by the argument parser (exit 2).
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import queue
 import shutil
 import threading
 import time
-from argparse import ArgumentParser, _ArgumentGroup
+from argparse import ArgumentParser, ArgumentTypeError, _ArgumentGroup
 from typing import Any
 
 from toil.batchSystems.abstractBatchSystem import (
@@ -31,16 +40,24 @@ from toil.batchSystems.abstractBatchSystem import (
     UpdatedBatchJobInfo,
 )
 from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
+from toil.common import InconsistentConfigurationError
 
+from plastic.core.errors import PlasticError
 from plastic.core.jobbook_messages import JobEnded
-from plastic.core.model import PREEMPTIBLE, RELIABLE
+from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
 from plastic.framework.adapter import Framework, TaskSpec, demand_of
+from plastic.framework.recorder import Recorder
+from plastic.framework.run_store import RunHandle, load_policy, open_run
 
 log = logging.getLogger(__name__)
 
 MASTER_ENV = ("PLASTIC_MASTER", "PLASTIC_MASTER_URL")
 RECORD_ENV = "PLASTIC_RECORD_LOG"
+REDIS_ENV = "PLASTIC_REDIS_URL"
+RUN_ENV = "PLASTIC_RUN_ID"
+POLICY_ENV = "PLASTIC_POLICY"
 KILL_WAIT_S = 30.0
+RECORD_FLUSH_S = 10.0
 
 _REASONS = {
     "finished": BatchJobExitReason.FINISHED,
@@ -52,6 +69,33 @@ _REASONS = {
 
 def _env_master() -> str | None:
     return next((os.environ[n] for n in MASTER_ENV if os.environ.get(n)), None)
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def policy_file(value: str) -> str:
+    """argparse type of --plasticPolicy: the file must be a valid policy; returns its absolute path."""
+    path = os.path.abspath(value)
+    try:
+        load_policy(path)
+    except PolicyError as error:
+        raise ArgumentTypeError(str(error)) from None
+    return path
+
+
+def _unsuppress_logging() -> None:
+    """Toil's set_logging_from_options raises every third-party top-level logger it finds ("plastic"
+    included) to CRITICAL; give plastic's back to the root logger's level, so its warnings (Redis
+    outages, refused transitions, unplaceable jobs) and run id reach the leader's log."""
+    top = logging.getLogger("plastic")
+    if top.level == logging.CRITICAL:
+        top.setLevel(logging.NOTSET)
+
+
+def _option(config: Any, name: str, env: str) -> Any:
+    return getattr(config, name, None) or _env(env)
 
 
 def updated_info(ended: JobEnded) -> UpdatedBatchJobInfo:
@@ -81,18 +125,43 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                             default=None,
                             help="Mesos failover timeout of plastic's framework, in seconds (default: none, "
                                  "the framework is torn down at shutdown)")
+        parser.add_argument("--plasticRedis", dest="plastic_redis", default=_env(REDIS_ENV),
+                            help="Redis URL where plastic records the run's events, tasks and agents "
+                                 "(redis://HOST:PORT/DB or unix:///PATH; default: $PLASTIC_REDIS_URL; "
+                                 "none: nothing is written to Redis)")
+        parser.add_argument("--plasticRun", dest="plastic_run", default=_env(RUN_ENV),
+                            help="id of the plastic run record to write into (created when missing; default: "
+                                 "$PLASTIC_RUN_ID, else a new run whose id is logged); needs --plasticRedis")
+        parser.add_argument("--plasticPolicy", dest="plastic_policy", default=_env(POLICY_ENV), type=policy_file,
+                            help="per-tool policy table (JSON, plastic.policy/v1): preempt budget and instance "
+                                 "type by tool id, the last component of a job's unitName (default: "
+                                 "$PLASTIC_POLICY; none: Toil's preemptible decides)")
 
     @classmethod
     def setOptions(cls, setOption: Any) -> None:
         setOption("plastic_master")
         setOption("plastic_failover_timeout")
+        setOption("plastic_redis")
+        setOption("plastic_run")
+        setOption("plastic_policy")
 
     def __init__(self, config: Any, maxCores: float, maxMemory: float, maxDisk: int) -> None:
-        super().__init__(config, maxCores, maxMemory, maxDisk)
+        _unsuppress_logging()
+        # configuration first: nothing is started yet when it is wrong
         master = getattr(config, "plastic_master", None) or _env_master()
         if not master:
-            raise RuntimeError("the plastic batch system needs --plasticMaster URL (or $PLASTIC_MASTER)")
+            raise InconsistentConfigurationError(
+                "the plastic batch system needs --plasticMaster URL (or $PLASTIC_MASTER)")
         failover = getattr(config, "plastic_failover_timeout", None)
+        self.policy = self._load_policy(config)
+        self.run: RunHandle | None = self._open_run(config)
+        try:
+            super().__init__(config, maxCores, maxMemory, maxDisk)
+        except BaseException:
+            if self.run is not None:
+                self.run.close()
+            raise
+        recorders: list[Recorder] = [self.run.recorder()] if self.run is not None else []
         worker = shutil.which("_toil_worker")
         self.worker_dir = os.path.dirname(worker) if worker else None
         self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
@@ -101,17 +170,55 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.local_ids: set[int] = set()
         self.ignored_nodes: set[str] = set()
         self._stopping = threading.Event()
-        self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
-                                   failover_timeout_s=failover, on_ended=self._ended,
-                                   record_path=os.environ.get(RECORD_ENV) or None)
         try:
+            self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
+                                       failover_timeout_s=failover, on_ended=self._ended,
+                                       record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
+                                       record_flush_s=RECORD_FLUSH_S)
             self.framework.start()
         except BaseException:
+            if getattr(self, "framework", None) is not None:
+                self.framework.close_recorders()
+            else:
+                for r in recorders:
+                    r.close(RECORD_FLUSH_S)
+            if self.run is not None:
+                self.run.close()
             self.shutdownLocal()
             raise
         self._forwarder = threading.Thread(target=self._forward_local, name="plastic-local-forwarder",
                                            daemon=True)
         self._forwarder.start()
+
+    @staticmethod
+    def _load_policy(config: Any) -> PolicyTable:
+        path = _option(config, "plastic_policy", POLICY_ENV)
+        if not path:
+            return EMPTY
+        try:
+            table = load_policy(path)
+        except PolicyError as error:
+            raise InconsistentConfigurationError(str(error)) from None
+        log.info("plastic: policy %s (%d tools)", path, len(table.tools))
+        return table
+
+    @staticmethod
+    def _open_run(config: Any) -> RunHandle | None:
+        url = _option(config, "plastic_redis", REDIS_ENV)
+        run_id = _option(config, "plastic_run", RUN_ENV)
+        if not url:
+            if run_id:
+                log.warning("plastic: --plasticRun %s ignored without --plasticRedis", run_id)
+            return None
+        fields = {"source": "toil", "toil_workflow": getattr(config, "workflowID", None)}
+        try:
+            return open_run(url, run_id, fields=fields)
+        except PlasticError as error:
+            raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run.run_id if self.run is not None else None
 
     # ------------------------------------------------------------ completions
 
@@ -147,12 +254,13 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             path = self.worker_dir + (os.pathsep + path if path else "")
         env["PATH"] = path
         name = getattr(job_desc, "displayName", None) or getattr(job_desc, "jobName", None) or f"toil-{job_id}"
-        preempt = PREEMPTIBLE if getattr(job_desc, "preemptible", False) else RELIABLE
+        policy = resolve(getattr(job_desc, "unitName", None), bool(getattr(job_desc, "preemptible", False)),
+                         self.policy)
         with self.state_lock:
             self.issued.add(job_id)
-        self.framework.issue(str(job_id), TaskSpec(command, env, str(name)),
-                             demand_of(job_desc.cores, job_desc.memory), preempt,
-                             tool=getattr(job_desc, "unitName", None) or None)
+        self.framework.issue(str(job_id), TaskSpec(command, env, str(name), step=policy.step),
+                             demand_of(job_desc.cores, job_desc.memory), policy.preempt,
+                             instance_type=policy.instance_type, tool=policy.tool)
         return job_id
 
     def killBatchJobs(self, jobIDs: list[int]) -> None:
@@ -203,6 +311,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             self.framework.stop(kill_tasks=True,
                                 failover=bool(self.framework.failover_timeout_s))
         finally:
+            if self.run is not None:
+                self.run.close()
             self.shutdownLocal()
             self._forwarder.join(timeout=5)
 

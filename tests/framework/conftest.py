@@ -1,3 +1,24 @@
+"""Shared fixtures of the framework tests: a store on the session's real Redis server (tests/conftest.py)
+under a fresh key prefix per test."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from plastic.store import Store
+
+
 def pytest_configure(config):
-    config.addinivalue_line("markers", "toil_e2e: end-to-end runs of toil-cwl-runner --batchSystem plastic "
-                                       "on a local cluster (about 20-60 s each)")
+    config.addinivalue_line("markers", "slow: Toil's own mark on its long generic batch-system tests")
+
+
+@pytest.fixture
+def store(client) -> Store:
+    return Store(client, prefix=f"t-{uuid.uuid4().hex[:12]}:")
+
+
+@pytest.fixture
+def run_id(store) -> str:
+    return store.create_run(fields={"workflow": "wf.cwl"})

@@ -11,21 +11,7 @@ import uuid
 
 import pytest
 
-from plastic.store import Store, start_embedded
-
-
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory):
-    server = start_embedded(tmp_path_factory.mktemp("redis"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def client(redis_server):
-    conn = redis_server.client()
-    yield conn
-    conn.close()
+from plastic.store import Store
 
 
 @pytest.fixture

@@ -1,0 +1,88 @@
+"""Opening the run the Toil plugin records into (``--plasticRedis`` / ``--plasticRun``), and the policy file.
+
+Both are checked when the batch system is built, so a wrong URL, run id or policy file stops
+toil-cwl-runner with one line instead of a half-recorded run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import RedisError
+
+from plastic.core.policy import PolicyError, PolicyTable, parse_policy_text
+from plastic.framework.store_recorder import StoreRecorder
+from plastic.framework.store_writer import StoreWriter
+from plastic.store import RecordExistsError, Store, StoreError
+
+log = logging.getLogger(__name__)
+
+SOCKET_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 5.0
+
+
+@dataclass
+class RunHandle:
+    client: Redis
+    store: Store
+    run_id: str
+    created: bool
+
+    def recorder(self) -> StoreRecorder:
+        return StoreRecorder(self.store, self.run_id, writer=StoreWriter(self.store))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def open_run(url: str, run_id: str | None, *, fields: Mapping[str, Any] | None = None,
+             prefix: str | None = None) -> RunHandle:
+    """Connect (PING at once) and find the run, creating it when there is no id or no such run.
+
+    Raises StoreError (one line: the URL or the run) when Redis cannot be reached or the id is not
+    a valid run id."""
+    client = Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT_S,
+                            socket_connect_timeout=CONNECT_TIMEOUT_S)
+    try:
+        client.ping()
+        store = Store(client) if prefix is None else Store(client, prefix=prefix)
+        created = False
+        if run_id is None:
+            run_id = store.create_run(fields=fields)
+            created = True
+            log.info("plastic: recording into new run %s (Redis %s)", run_id, url)
+        elif store.get_run(run_id) is None:
+            try:
+                store.create_run(run_id, fields=fields)
+                created = True
+                log.info("plastic: run %s did not exist; created it (Redis %s)", run_id, url)
+            except RecordExistsError:  # created meanwhile by someone else: use it
+                pass
+        else:
+            log.info("plastic: recording into run %s (Redis %s)", run_id, url)
+    except RedisError as error:
+        client.close()
+        raise StoreError(f"cannot reach Redis at {url}: {error}") from None
+    except ValueError as error:  # an invalid run id
+        client.close()
+        raise StoreError(str(error), source="--plasticRun") from None
+    except BaseException:
+        client.close()
+        raise
+    return RunHandle(client, store, run_id, created)
+
+
+def load_policy(path: str | Path) -> PolicyTable:
+    """Read and validate a policy file; PolicyError names the file (and the field)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise PolicyError(f"cannot read the policy file: {error.strerror or error}", source=str(path)) from None
+    except UnicodeDecodeError as error:
+        raise PolicyError(f"not UTF-8 text: {error.reason}", source=str(path)) from None
+    return parse_policy_text(text, source=str(path))

