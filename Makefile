@@ -23,8 +23,12 @@ $(STAMP_TEST): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP_RUN)
 
+# The main job on its embedded default: plan the hybrid cloud, start a local cluster shaped like the
+# plan and an embedded Redis, run the workflow through Toil on plastic, print the outputs and a report.
 demo: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/plastic plan $(DEMO_WF) $(DEMO_JOB)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/plastic run $(DEMO_WF) $(DEMO_JOB) --outdir .plastic/demo-out \
+	  --report .plastic/demo-report.json
 
 # Best effort, for CI on a fresh Debian machine: a ZooKeeper server for the zk:// tests (they skip
 # without one). Set PLASTIC_NO_APT=1 to leave the system alone.

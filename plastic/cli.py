@@ -144,6 +144,17 @@ from plastic.local.cli import local_group  # noqa: E402 - the `plastic local` co
 
 cli.add_command(local_group)
 
+from plastic.cli_run import run as run_command  # noqa: E402 - `plastic run`
+
+cli.add_command(run_command)
+
+from plastic.cli_service import logs, serve, status, submit  # noqa: E402 - the service commands
+
+from plastic.cli_lower import lower  # noqa: E402 - `plastic lower`
+
+for _command in (lower, serve, submit, status, logs):
+    cli.add_command(_command)
+
 
 def main() -> None:
     """Entry point: one clear line and a non-zero exit for every expected error."""

@@ -1,8 +1,12 @@
-"""Small facts about processes, shared by the local cluster and the embedded Redis."""
+"""Small facts about processes, shared by the local cluster, the embedded Redis and `plastic run`."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
+from collections.abc import Callable
 
 
 def pid_alive(pid: int) -> bool:
@@ -19,3 +23,22 @@ def pid_alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to SIGTERM the child when its parent (thread) dies; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec

@@ -74,3 +74,12 @@ class UnplaceableTaskError(PlanningError):
 
 class BudgetExceededError(PlanningError):
     """Even the cheapest feasible plan costs more than the budget."""
+
+
+class RunFailedError(PlasticError):
+    """A workflow run ended without success (the workflow failed, or its infrastructure did)."""
+
+    def __init__(self, message: str, *, run_id: str, source: str | None = None, exit_code: int = 1):
+        super().__init__(message, source=source)
+        self.run_id = run_id
+        self.exit_code = exit_code

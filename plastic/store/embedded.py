@@ -41,15 +41,12 @@ fsync the AOF and exit.  Start it from a long-lived thread (the main thread).
 from __future__ import annotations
 
 import atexit
-import ctypes
 import fcntl
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +56,7 @@ from typing import Self
 from redis import Redis
 from redis.exceptions import BusyLoadingError, ConnectionError, RedisError, TimeoutError
 
+from plastic.procs import die_with_parent as pdeathsig_preexec
 from plastic.procs import pid_alive
 from plastic.store.errors import StoreError
 
@@ -132,25 +130,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A preexec_fn asking Linux to SIGTERM the child when its parent (thread) dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
 
 
 def _client(url: str, timeout: float | None = None) -> Redis:
@@ -289,7 +268,7 @@ def _spawn(binary: Path, data_dir: Path, sock: Path | None, timeout: float, die_
             stderr=subprocess.DEVNULL,
             start_new_session=True,
             # runs only prctl (resolved before the fork) and getppid in the child
-            preexec_fn=_die_with_parent() if die_with_parent else None,  # noqa: PLW1509
+            preexec_fn=pdeathsig_preexec() if die_with_parent else None,  # noqa: PLW1509
         )
         handle = EmbeddedRedis(data_dir, url, process.pid, owned=True, process=process)
         try:

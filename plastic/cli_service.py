@@ -1,0 +1,186 @@
+"""`plastic serve | submit | status | logs`: the plasticity manager as a long-running service."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from pathlib import Path
+
+import click
+
+log = logging.getLogger(__name__)
+
+_redis_option = click.option("--redis", "redis_url",
+                             help="Redis URL (default: $PLASTIC_REDIS_URL, else the embedded server of "
+                                  "$PLASTIC_HOME, default ~/.local/state/plastic).")
+FINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+def _store(redis_url: str | None):
+    from plastic.service.home import service_redis
+    from plastic.store import Store
+
+    conn = service_redis(redis_url)
+    return Store(conn.client), conn
+
+
+@click.command("serve")
+@_redis_option
+@click.option("--master", help="Run every workflow on this Mesos master (default: a local cluster per run).")
+@click.option("--max-runs", type=click.IntRange(min=1), default=2, show_default=True,
+              help="How many runs at once.")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Run directories (default: $PLASTIC_HOME/runs).")
+def serve(redis_url: str | None, master: str | None, max_runs: int, runs_dir: Path | None) -> None:
+    """Run submitted workflows (plastic submit) until interrupted."""
+    from plastic.service.home import plastic_home
+    from plastic.service.service import Service
+
+    store, conn = _store(redis_url)
+    runs_dir = (runs_dir or plastic_home() / "runs").resolve()
+    service = Service(store, conn.url, runs_dir=runs_dir, master=master, max_runs=max_runs)
+
+    def stop(signum: int, frame: object) -> None:
+        service.stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    click.echo(f"plastic serve: Redis {conn.url}; runs in {runs_dir}; up to {max_runs} at once", err=True)
+    try:
+        service.serve()
+    finally:
+        conn.close()
+
+
+@click.command("submit")
+@click.argument("workflow", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("job", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("toil_args", nargs=-1, type=click.UNPROCESSED)
+@_redis_option
+@click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the outputs go (default: RUN_DIR/out).")
+def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_url: str | None,
+           outdir: Path | None) -> None:
+    """Queue WORKFLOW with JOB for `plastic serve`; prints the run id."""
+    from plastic.core.errors import InputError
+    from plastic.cwl.loader import load_cwl
+    from plastic.service.service import submission_fields
+
+    for path in (workflow, job):
+        if path is not None and not path.is_file():
+            raise InputError("no such file", source=str(path))
+    load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
+    store, conn = _store(redis_url)
+    try:
+        from plastic.store import new_run_id
+
+        run_id = new_run_id()
+        fields = submission_fields(workflow, job, outdir or Path("."), toil_args)
+        if outdir is None:
+            fields["outdir"] = ""
+        with store.pipeline() as pipe:
+            store.create_run(run_id, fields=fields, pipeline=pipe)
+            store.push_submission({"run": run_id}, pipeline=pipe)
+            store.execute(pipe)
+        click.echo(run_id)
+    finally:
+        conn.close()
+
+
+def _existing_run(store, run_id: str):
+    """The run record, or a one-line InputError naming RUN_ID."""
+    from plastic.core.errors import InputError
+
+    try:
+        run = store.get_run(run_id)
+    except ValueError as exc:
+        raise InputError(str(exc), source="RUN_ID") from None
+    if run is None:
+        raise InputError(f"no run {run_id!r}", source="RUN_ID")
+    return run
+
+
+def _ago(t: float) -> str:
+    s = max(time.time() - t, 0)
+    return f"{s:.0f} s ago" if s < 120 else (f"{s / 60:.0f} min ago" if s < 7200 else f"{s / 3600:.1f} h ago")
+
+
+@click.command("status")
+@click.argument("run_id", required=False)
+@_redis_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def status(run_id: str | None, redis_url: str | None, fmt: str) -> None:
+    """Runs and their state; with RUN_ID, that run's tasks by state and its last events."""
+    from rich.console import Console
+    from rich.table import Table
+
+    store, conn = _store(redis_url)
+    try:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=200)  # a pipe or a file: no wrapping
+        if run_id is None:
+            runs = store.list_runs()
+            if fmt == "json":
+                click.echo(json.dumps([{"id": r.id, "state": str(r.state), "created_at": r.created_at,
+                                        **r.fields} for r in runs], indent=2))
+                return
+            table = Table(title=f"{len(runs)} runs")
+            for col in ("run", "state", "workflow", "since", "makespan s", "cost USD"):
+                table.add_column(col)
+            for r in runs:
+                table.add_row(r.id, str(r.state), Path(r.fields.get("workflow", "")).name, _ago(r.state_at),
+                              r.fields.get("makespan_s", "")[:8], r.fields.get("cost_usd", "")[:10])
+            console.print(table)
+            return
+        run = _existing_run(store, run_id)
+        counts = {str(k): v for k, v in store.task_counts(run_id).items() if v}
+        if fmt == "json":
+            click.echo(json.dumps({"id": run.id, "state": str(run.state), "created_at": run.created_at,
+                                   "fields": run.fields, "tasks": counts}, indent=2))
+            return
+        console.print(f"run {run.id}: [bold]{run.state}[/bold] since {_ago(run.state_at)}")
+        for key in ("workflow", "job", "outdir", "run_dir", "master", "error", "makespan_s", "cost_usd"):
+            if run.fields.get(key):
+                console.print(f"  {key}: {run.fields[key]}", highlight=False)
+        console.print("  tasks: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none yet"))
+    finally:
+        conn.close()
+
+
+def _event_line(ev) -> str:
+    stamp = time.strftime("%H:%M:%S", time.localtime(ev.at)) + f".{int(ev.at * 1000) % 1000:03d}"
+    fields = " ".join(f"{k}={v}" for k, v in ev.fields.items())
+    return f"{stamp} {ev.type} {fields}".rstrip()
+
+
+@click.command("logs")
+@click.argument("run_id")
+@_redis_option
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
+def logs(run_id: str, redis_url: str | None, follow: bool, as_json: bool) -> None:
+    """Print the event stream of RUN_ID (placements, declines, notices, requeues, state changes)."""
+    store, conn = _store(redis_url)
+    try:
+        _existing_run(store, run_id)
+        last = "0-0"
+        while True:
+            batch = store.read_events(run_id, last, count=1000, block_ms=1000 if follow else None)
+            for ev in batch:
+                last = ev.id
+                if as_json:
+                    click.echo(json.dumps({"id": ev.id, "at": ev.at, "type": ev.type, **ev.fields}))
+                else:
+                    click.echo(_event_line(ev))
+            if batch:
+                continue
+            if not follow:
+                return
+            run = store.get_run(run_id)
+            if run is not None and str(run.state) in FINAL_STATES and not store.read_events(run_id, last, count=1):
+                return
+    finally:
+        conn.close()

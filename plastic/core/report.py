@@ -1,0 +1,189 @@
+"""The end-of-run report, computed from what happened (pure).
+
+Inputs are the run's decision events (the JobBook's records, as the batch system logged them),
+the agents the run had with their prices, and the run's start and end; the output is a
+`RunReport`: makespan, tasks, attempts, preemptions, requeues, spot events, agent-hours and
+estimated cost per cluster, and the same agent-hours priced all on-demand.
+
+Cost model: an agent costs its instance type's price (spot price for a preemptible agent) for
+as long as it was part of the run, from the later of the run start and the first time it was
+seen, to the earlier of the run end and the moment it was lost.  "All on-demand" prices the
+same agent-hours at the on-demand price: what the same cluster would have cost with no spot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """One decision the framework recorded: its kind (placed, requeue, notice, ...), when, and fields."""
+
+    kind: str
+    at: float
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpan:
+    """An agent of the run with its prices (USD per hour; 0 when the catalog does not know it)."""
+
+    agent_id: str
+    cluster: str
+    preemptible: bool
+    instance_type: str | None
+    usd_per_hour: float
+    on_demand_usd_per_hour: float
+    seen_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFigures:
+    name: str
+    preemptible: bool
+    instance_type: str | None
+    agents: int
+    agents_lost: int
+    agent_hours: float
+    cost_usd: float
+    on_demand_cost_usd: float
+    placements: int
+    tasks_finished: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    run_id: str
+    workflow: str
+    outcome: str  # succeeded | failed | cancelled
+    started_at: float
+    ended_at: float
+    makespan_s: float
+    tasks: int  # distinct jobs issued to the framework
+    tasks_finished: int
+    tasks_failed: int
+    attempts: int  # placements (each one a Mesos task)
+    preemptions: int  # requeues counted against a preempt budget (spot agent or notice)
+    losses: int  # requeues after a reliable agent was lost
+    requeues: int
+    notices: int  # termination notices
+    rebalances: int  # rebalance recommendations
+    drain_kills: int  # tasks killed at a notice because they could not finish in the window
+    let_finish: int  # tasks allowed to run on through a notice
+    finished_in_window: int  # of those, how many finished
+    escalations: int  # tasks moved to reliable nodes after spending their preempt budget
+    unplaceable: int
+    clusters: tuple[ClusterFigures, ...]
+    cost_usd: float
+    on_demand_cost_usd: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def savings(self) -> float:
+        """Fraction saved against all on-demand (0 when nothing was priced)."""
+        return 1.0 - self.cost_usd / self.on_demand_cost_usd if self.on_demand_cost_usd > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["schema"] = "plastic.report/v1"
+        doc["savings"] = round(self.savings, 6)
+        doc["clusters"] = [asdict(c) for c in self.clusters]
+        doc["notes"] = list(self.notes)
+        return doc
+
+
+def _job(fields: Mapping[str, Any]) -> str | None:
+    value = fields.get("job_id")
+    return None if value is None else str(value)
+
+
+def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
+                 agents: Sequence[AgentSpan], events: Sequence[RunEvent],
+                 notes: Sequence[str] = ()) -> RunReport:
+    """Count what the events say and price the agents' time (see the module docstring)."""
+    by_agent = {a.agent_id: a for a in agents}
+    lost_at: dict[str, float] = {}
+    issued: set[str] = set()
+    finished: set[str] = set()
+    failed: set[str] = set()
+    kept: set[str] = set()
+    counts = dict.fromkeys(("attempts", "preemptions", "losses", "requeues", "notices", "rebalances",
+                            "drain_kills", "let_finish", "finished_in_window", "escalations", "unplaceable"), 0)
+    placements: dict[str, int] = {}
+    done_on: dict[str, int] = {}
+    for ev in events:
+        f = ev.fields
+        kind = ev.kind
+        if kind == "issued":
+            job = _job(f)
+            if job is not None:
+                issued.add(job)
+        elif kind == "placed":
+            counts["attempts"] += 1
+            agent = by_agent.get(str(f.get("agent_id")))
+            if agent is not None:
+                placements[agent.cluster] = placements.get(agent.cluster, 0) + 1
+        elif kind == "requeue":
+            counts["requeues"] += 1
+            if f.get("counted_as") == "preempted":
+                counts["preemptions"] += 1
+            elif f.get("counted_as") == "lost":
+                counts["losses"] += 1
+        elif kind == "notice":
+            counts["notices" if f.get("kind", "terminate") == "terminate" else "rebalances"] += 1
+        elif kind == "drain_kill":
+            counts["drain_kills"] += 1
+        elif kind == "let_finish":
+            counts["let_finish"] += 1
+            job = _job(f)
+            if job is not None:
+                kept.add(job)
+        elif kind == "escalation":
+            counts["escalations"] += 1
+        elif kind == "unplaceable":
+            counts["unplaceable"] += 1
+        elif kind == "agent_lost":
+            agent_id = str(f.get("agent_id"))
+            lost_at.setdefault(agent_id, ev.at)
+        elif kind == "ended":
+            job = _job(f)
+            if job is None:
+                continue
+            if f.get("outcome") == "finished":
+                finished.add(job)
+                failed.discard(job)
+                if job in kept:
+                    counts["finished_in_window"] += 1
+                agent = by_agent.get(str(f.get("agent_id")))
+                if agent is not None:
+                    done_on[agent.cluster] = done_on.get(agent.cluster, 0) + 1
+            elif f.get("outcome") in ("failed", "lost_for_good"):
+                failed.add(job)
+    clusters: dict[str, dict[str, Any]] = {}
+    for a in agents:
+        start = max(started_at, a.seen_at) if a.seen_at is not None else started_at
+        end = min(ended_at, lost_at.get(a.agent_id, ended_at))
+        hours = max(end - start, 0.0) / SECONDS_PER_HOUR
+        c = clusters.setdefault(a.cluster, {"preemptible": a.preemptible, "instance_type": a.instance_type,
+                                            "agents": 0, "lost": 0, "hours": 0.0, "usd": 0.0, "od": 0.0})
+        c["agents"] += 1
+        c["lost"] += a.agent_id in lost_at
+        c["hours"] += hours
+        c["usd"] += hours * a.usd_per_hour
+        c["od"] += hours * a.on_demand_usd_per_hour
+        if c["instance_type"] != a.instance_type:
+            c["instance_type"] = None  # mixed types in one cluster
+    figures = tuple(ClusterFigures(name, c["preemptible"], c["instance_type"], c["agents"], c["lost"],
+                                   c["hours"], c["usd"], c["od"], placements.get(name, 0), done_on.get(name, 0))
+                    for name, c in clusters.items())
+    return RunReport(
+        run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at, ended_at=ended_at,
+        makespan_s=max(ended_at - started_at, 0.0), tasks=len(issued | finished | failed),
+        tasks_finished=len(finished), tasks_failed=len(failed - finished), **counts,
+        clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
+        on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes))

@@ -1,0 +1,353 @@
+"""`plastic run`: the imperative shell around one workflow run.
+
+    plan (or --plan) -> lower the workflow -> Redis (embedded unless --redis) -> run record
+    -> local cluster shaped like the plan (unless --master) -> toil-cwl-runner --batchSystem plastic
+    -> progress from the run's event stream -> outputs, report -> everything stopped
+
+Every decision is made elsewhere: the plan by plastic.core.sizing, the local cluster's shape by
+plastic.core.local_shape, placement by the batch system's JobBook, the report by
+plastic.core.report.  Files of a run live in its run directory:
+
+    plan.json  workflow/ (lowered copy + policy.json)  decisions.jsonl (JSON lines, every decision)
+    toil.log (the Toil leader's stderr)  outputs.json  report.json  redis/ (embedded server, AOF)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plastic.core.errors import InputError, PlanningError, RunFailedError
+from plastic.core.lifecycle import RunState
+from plastic.core.local_shape import LocalShape, local_shape
+from plastic.core.plan import Plan, plan_from_json
+from plastic.core.progress import Progress
+from plastic.core.report import AgentSpan, RunReport, build_report
+from plastic.fileio import write_atomically
+from plastic.procs import die_with_parent
+from plastic.run.events import EventFollower
+from plastic.run.toil_command import build_invocation
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+STOP_GRACE_S = 15.0
+
+
+@dataclass
+class RunRequest:
+    workflow: Path
+    job: Path | None
+    outdir: Path
+    plan_path: Path | None = None
+    master: str | None = None
+    redis_url: str | None = None
+    report_path: Path | None = None
+    run_dir: Path | None = None
+    run_id: str | None = None
+    catalog_path: str | None = None
+    max_agents: int = 8
+    interrupt_rate: float | None = None
+    notice_seconds: float = 120.0
+    seed: int | None = None
+    toil_args: tuple[str, ...] = ()
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    exit_code: int
+    outputs: dict[str, Any] | None
+    report: RunReport
+    notes: list[str] = field(default_factory=list)
+
+
+class Display:
+    """What the runner shows while it works (the CLI gives a rich one; tests a silent one)."""
+
+    def note(self, text: str) -> None:
+        log.info("%s", text)
+
+    def start(self, progress: Progress, total_hint: int) -> None:
+        pass
+
+    def update(self, progress: Progress) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------------ steps
+
+
+def make_plan(request: RunRequest) -> Plan:
+    if request.plan_path is not None:
+        if not request.plan_path.is_file():
+            raise InputError("no such file", source=str(request.plan_path), field="--plan")
+        try:
+            doc = json.loads(request.plan_path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"not a plan JSON document ({exc})", source=str(request.plan_path)) from None
+        return plan_from_json(doc, source=str(request.plan_path))
+    from plastic.catalogs import load_catalog
+    from plastic.core.sizing import plan_workload
+    from plastic.cwl.loader import load_cwl
+
+    workload = load_cwl(str(request.workflow), None if request.job is None else str(request.job)).workload()
+    try:
+        return plan_workload(workload, load_catalog(request.catalog_path))
+    except PlanningError as exc:
+        exc.source = f"{request.workflow}: {exc.source}" if exc.source else str(request.workflow)
+        raise
+
+
+def machine_size() -> tuple[int, int]:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        ram_mib = int(pages // 2**20)
+    except (ValueError, OSError, AttributeError):
+        ram_mib = 4096
+    return cpus, ram_mib
+
+
+def cluster_spec(shape: LocalShape, source: str):
+    from plastic.core.model import Market
+    from plastic.local.config import AgentSpec, ClusterSpec
+
+    agents = tuple(AgentSpec(cluster=n.cluster, cpus=float(n.capacity.vcpus), mem_mib=float(n.capacity.ram_mib),
+                             preemptible=n.market is Market.SPOT, instance_type=n.instance_type, node_id=n.id)
+                   for n in shape.nodes)
+    return ClusterSpec(agents, source, tuple(dict.fromkeys(a.cluster for a in agents)))
+
+
+def agent_spans(plan: Plan, catalog_path: str | None, local_agents: list[Any], events: list[Any]) -> list[AgentSpan]:
+    """The run's agents with prices: local agents by their planned node, others by the catalog."""
+    from plastic.catalogs import load_catalog
+
+    catalog = None
+    nodes = {n.id: n for n in plan.nodes}
+    spans: dict[str, AgentSpan] = {}
+    for a in local_agents:
+        node = nodes.get(a.node_id or "")
+        if node is not None:
+            spans[a.id] = AgentSpan(a.id, a.cluster, a.preemptible, a.instance_type, node.usd_per_hour,
+                                    node.on_demand_usd_per_hour or node.usd_per_hour)
+    for ev in events:
+        if ev.kind != "agent":
+            continue
+        agent_id = str(ev.fields.get("agent_id"))
+        if agent_id in spans:
+            continue
+        itype = ev.fields.get("instance_type") or None
+        preemptible = bool(ev.fields.get("preemptible"))
+        if catalog is None:
+            catalog = load_catalog(catalog_path)
+        t = catalog.by_name(str(itype)) if itype else None
+        od = t.on_demand_usd_per_hour if t else 0.0
+        price = (t.spot_usd_per_hour or od) if (t and preemptible) else od
+        spans[agent_id] = AgentSpan(agent_id, str(ev.fields.get("cluster") or "?"), preemptible,
+                                    None if itype is None else str(itype), price, od, seen_at=ev.at)
+    return list(spans.values())
+
+
+def _stop_process(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _last_error_line(log_path: Path) -> str:
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        text = line.strip()
+        if text and any(w in text for w in ("ERROR", "Error", "error", "failed", "Failed")):
+            return text[-300:]
+    return lines[-1].strip()[-300:] if lines else ""
+
+
+# ------------------------------------------------------------------ the run
+
+
+def execute(request: RunRequest, display: Display | None = None,
+            on_started: Callable[[str, Path], None] | None = None) -> RunResult:
+    """Run one workflow end to end; raises PlasticError subclasses for bad input or a failed run."""
+    from plastic.cwl.lower import lower_workflow
+    from plastic.store import Store, new_run_id, start_embedded
+
+    display = display or Display()
+    if not request.workflow.is_file():
+        raise InputError("no such file", source=str(request.workflow))
+    if request.job is not None and not request.job.is_file():
+        raise InputError("no such file", source=str(request.job))
+    plan = make_plan(request)
+    run_id = request.run_id or new_run_id()
+    from plastic.store.keys import check_run_id
+
+    try:
+        check_run_id(run_id)
+    except ValueError as exc:
+        raise InputError(str(exc), source="--run-id") from None
+    run_dir = (request.run_dir or Path(".plastic") / "runs" / run_id).resolve()
+    fresh = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    from plastic.core.plan import plan_to_json
+
+    try:
+        lowered = lower_workflow(str(request.workflow), str(run_dir / "workflow"),
+                                 job_path=None if request.job is None else str(request.job))
+    except BaseException:
+        if fresh:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    write_atomically(run_dir / "plan.json", json.dumps(plan_to_json(plan), indent=2) + "\n")
+    notes: list[str] = []
+    cleanups: list[Callable[[], None]] = []
+    try:
+        if request.redis_url or os.environ.get("PLASTIC_REDIS_URL"):
+            from plastic.store import connect
+
+            redis_url = request.redis_url or os.environ["PLASTIC_REDIS_URL"]
+            client, close = connect(redis_url, None)
+            cleanups.append(close)
+        else:
+            server = start_embedded(run_dir / "redis")
+            cleanups.append(server.stop)
+            redis_url = server.url
+            client = server.client()
+            cleanups.append(client.close)
+        store = Store(client)
+        fields = {"workflow": str(request.workflow.resolve()),
+                  "job": "" if request.job is None else str(request.job.resolve()),
+                  "run_dir": str(run_dir), "outdir": str(request.outdir.resolve()),
+                  "plan_usd_per_hour": plan.cost_per_hour, "pid": os.getpid()}
+        existing = store.get_run(run_id)
+        if existing is None:
+            store.create_run(run_id, fields=fields)
+        elif existing.state is not RunState.SUBMITTED:
+            raise InputError(f"run {run_id} is already {existing.state}", source="--run-id")
+        store.transition_run(run_id, RunState.PLANNING, expected=RunState.SUBMITTED, fields=fields)
+        local_agents: list[Any] = []
+        if request.master:
+            master = request.master
+        else:
+            from plastic.local.testing import LocalCluster
+
+            cpus, ram = machine_size()
+            shape = local_shape(plan.nodes, machine_vcpus=cpus, machine_ram_mib=ram, max_agents=request.max_agents)
+            notes.extend(shape.notes)
+            cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_seconds=5.0,
+                                   interrupt_rate=request.interrupt_rate,
+                                   interrupt_notice_seconds=request.notice_seconds, seed=request.seed)
+            cluster.start()
+            cleanups.append(cluster.stop)
+            master = cluster.master_url
+            local_agents = list(cluster.agents)
+            display.note(f"local cluster at {master}: " + ", ".join(
+                f"{c} x{sum(1 for a in local_agents if a.cluster == c)}"
+                for c in dict.fromkeys(a.cluster for a in local_agents)))
+        for text in notes:
+            display.note(text)
+        request.outdir.mkdir(parents=True, exist_ok=True)
+        inv = build_invocation(workflow=Path(lowered.workflow_path), job=request.job and request.job.resolve(),
+                               outdir=request.outdir.resolve(), run_dir=run_dir, master=master,
+                               redis_url=redis_url, run_id=run_id, policy_path=Path(lowered.policy_path),
+                               policy=lowered.policy, extra=request.toil_args)
+        notes.extend(inv.notes)
+        for text in inv.notes:
+            display.note(text)
+        store.transition_run(run_id, RunState.RUNNING, fields={"master": master})
+        if on_started is not None:
+            on_started(run_id, run_dir)
+        started = time.time()
+        progress = Progress({a.id: a.cluster for a in local_agents})
+        follower = EventFollower(store, run_id)
+        events: list[Any] = []
+        log_path = run_dir / "toil.log"
+        with open(log_path, "ab") as toil_log:
+            proc = subprocess.Popen(inv.argv, env=inv.env, stdout=subprocess.PIPE, stderr=toil_log,
+                                    stdin=subprocess.DEVNULL, cwd=run_dir, preexec_fn=die_with_parent())  # noqa: PLW1509
+            cleanups.append(lambda: _stop_process(proc))
+            display.start(progress, len(plan.tasks))
+            cancelled = False
+            try:
+                out_chunks: list[bytes] = []
+                import threading
+
+                reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
+                reader.start()
+                while proc.poll() is None:
+                    for ev in follower.poll(block_ms=int(POLL_S * 1000)):
+                        events.append(ev)
+                        progress.apply(ev)
+                    display.update(progress)
+                reader.join(10)
+            except KeyboardInterrupt:
+                cancelled = True
+                _stop_process(proc)
+                out_chunks = []
+            finally:
+                for ev in follower.poll():
+                    events.append(ev)
+                    progress.apply(ev)
+                display.update(progress)
+                display.stop()
+        ended = time.time()
+        rc = proc.returncode
+        outputs = None
+        if not cancelled and rc == 0:
+            try:
+                outputs = json.loads(b"".join(out_chunks).decode("utf-8") or "null")
+            except ValueError:
+                outputs = None
+            if outputs is not None:
+                write_atomically(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n")
+        outcome = "cancelled" if cancelled else ("succeeded" if rc == 0 else "failed")
+        report = build_report(run_id=run_id, workflow=str(request.workflow), outcome=outcome,
+                              started_at=started, ended_at=ended,
+                              agents=agent_spans(plan, request.catalog_path, local_agents, events),
+                              events=events, notes=notes)
+        text = json.dumps(report.to_json(), indent=2) + "\n"
+        write_atomically(run_dir / "report.json", text)
+        if request.report_path is not None:
+            write_atomically(request.report_path, text)
+        final = {"succeeded": RunState.SUCCEEDED, "failed": RunState.FAILED, "cancelled": RunState.CANCELLED}
+        store.transition_run(run_id, final[outcome], fields={"exit_code": rc, "makespan_s": report.makespan_s,
+                                                              "cost_usd": report.cost_usd})
+        result = RunResult(run_id, run_dir, 0 if rc == 0 else 1, outputs, report, notes)
+        if cancelled:
+            result.exit_code = 130
+        return result
+    finally:
+        for stop in reversed(cleanups):
+            try:
+                stop()
+            except Exception:
+                log.exception("stopping a part of the run failed")
+
+
+def failure(result: RunResult) -> RunFailedError:
+    log_path = result.run_dir / "toil.log"
+    detail = _last_error_line(log_path)
+    return RunFailedError(f"workflow {result.report.outcome} (run {result.run_id}); Toil's log: {log_path}"
+                          + (f"; last error: {detail}" if detail else ""), run_id=result.run_id,
+                          exit_code=result.exit_code)

@@ -1,0 +1,98 @@
+"""How `plastic run` looks on a terminal: a live progress panel and the final report (rich)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from plastic.core.progress import Progress
+from plastic.core.report import RunReport
+from plastic.run.runner import Display
+
+PLAIN_EVERY_S = 5.0
+
+
+def progress_table(progress: Progress, total_hint: int, elapsed_s: float) -> Group:
+    table = Table(title=None, expand=False, pad_edge=False)
+    for name, justify in (("cluster", "left"), ("running", "right"), ("finished", "right"), ("failed", "right")):
+        table.add_column(name, justify=justify)
+    for name, c in sorted(progress.clusters.items()):
+        table.add_row(name, str(c.running), str(c.finished), str(c.failed))
+    head = Text(f"{elapsed_s:6.1f} s  queued {len(progress.queued)}  running {progress.running}  "
+                f"finished {progress.finished}  failed {progress.failed}  requeues {progress.requeues}  "
+                f"notices {progress.notices}  (plan: {total_hint} tasks)")
+    parts: list = [head, table]
+    parts.extend(Text(f"  {line}", style="yellow") for line in progress.recent)
+    return Group(*parts)
+
+
+class RichDisplay(Display):
+    """A live panel on a terminal; on a pipe, one plain line every few seconds when something changed."""
+
+    def __init__(self, console: Console | None = None, *, quiet: bool = False):
+        self.console = console or Console(stderr=True)
+        self.quiet = quiet
+        self.live: Live | None = None
+        self.total = 0
+        self.t0 = time.monotonic()
+        self.last_plain = ""
+        self.last_plain_at = 0.0
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(f"plastic: {text}", highlight=False, soft_wrap=True)
+
+    def start(self, progress: Progress, total_hint: int) -> None:
+        self.total = total_hint
+        self.t0 = time.monotonic()
+        if self.quiet:
+            return
+        if self.console.is_terminal:
+            self.live = Live(progress_table(progress, total_hint, 0.0), console=self.console,
+                             refresh_per_second=4, transient=False)
+            self.live.start()
+
+    def update(self, progress: Progress) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.t0
+        if self.live is not None:
+            self.live.update(progress_table(progress, self.total, elapsed))
+            return
+        line = (f"queued {len(progress.queued)} running {progress.running} finished {progress.finished} "
+                f"failed {progress.failed} requeues {progress.requeues} notices {progress.notices}")
+        if line != self.last_plain and time.monotonic() - self.last_plain_at >= PLAIN_EVERY_S:
+            self.console.print(f"plastic: {elapsed:.0f} s: {line}", highlight=False)
+            self.last_plain, self.last_plain_at = line, time.monotonic()
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def report_table(report: RunReport) -> Group:
+    table = Table(title=f"plastic run {report.run_id}: {report.outcome}", expand=False)
+    for name, justify in (("cluster", "left"), ("market", "left"), ("type", "left"), ("agents", "right"),
+                          ("lost", "right"), ("agent-h", "right"), ("placed", "right"), ("done", "right"),
+                          ("USD", "right"), ("USD on-demand", "right")):
+        table.add_column(name, justify=justify)
+    for c in report.clusters:
+        table.add_row(c.name, "spot" if c.preemptible else "on-demand", c.instance_type or "-", str(c.agents),
+                      str(c.agents_lost), f"{c.agent_hours:.4f}", str(c.placements), str(c.tasks_finished),
+                      f"{c.cost_usd:.6f}", f"{c.on_demand_cost_usd:.6f}")
+    lines = [
+        (f"makespan {report.makespan_s:.1f} s; tasks {report.tasks} (finished {report.tasks_finished}, "
+        f"failed {report.tasks_failed}); attempts {report.attempts}"),
+        (f"preemptions {report.preemptions}, losses {report.losses}, requeues {report.requeues}, "
+        f"escalations {report.escalations}; notices {report.notices} (rebalance {report.rebalances}), "
+        f"killed at notice {report.drain_kills}, let finish {report.let_finish} "
+        f"(finished in window {report.finished_in_window})"),
+        f"estimated cost {report.cost_usd:.6f} USD; all on-demand {report.on_demand_cost_usd:.6f} USD"
+        + (f" (saved {report.savings:.1%})" if report.on_demand_cost_usd > 0 else ""),
+    ]
+    return Group(table, *(Text(line) for line in lines))

@@ -1,0 +1,1 @@
+"""The plasticity manager as a service: `plastic serve`, `submit`, `status`, `logs`."""

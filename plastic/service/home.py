@@ -1,0 +1,52 @@
+"""Where the service's shared state lives, and how every service command reaches its Redis.
+
+Order: ``--redis URL``, then ``$PLASTIC_REDIS_URL``, then the embedded server of
+``$PLASTIC_HOME/redis`` (default ``$XDG_STATE_HOME/plastic`` or ``~/.local/state/plastic``).
+The embedded server is shared: the first command to need it starts it, later ones find it
+(see plastic.store.embedded); its append-only file keeps submissions while nothing runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from redis import Redis
+
+HOME_ENV = "PLASTIC_HOME"
+REDIS_ENV = "PLASTIC_REDIS_URL"
+
+
+def plastic_home() -> Path:
+    if os.environ.get(HOME_ENV):
+        return Path(os.environ[HOME_ENV]).expanduser().resolve()
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(state) / "plastic"
+
+
+@dataclass
+class Connection:
+    client: Redis
+    url: str
+    close: Callable[[], None]
+    embedded: bool
+
+
+def service_redis(url: str | None) -> Connection:
+    """A client for the service's Redis (see the module docstring); the caller calls ``close``."""
+    from plastic.store import connect, start_embedded
+
+    url = url or os.environ.get(REDIS_ENV) or None
+    if url:
+        client, close = connect(url, None)
+        return Connection(client, url, close, False)
+    server = start_embedded(plastic_home() / "redis")
+    client = server.client()
+
+    def close() -> None:
+        client.close()
+        server.stop()  # a no-op unless this process started it
+
+    return Connection(client, server.url, close, True)

@@ -1,0 +1,92 @@
+"""The end-of-run report (plastic.core.report) and the live progress fold (plastic.core.progress)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from plastic.core.progress import Progress
+from plastic.core.report import AgentSpan, RunEvent, build_report
+
+AGENTS = [
+    AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085),
+    AgentSpan("spot-1", "burst", True, "m5.large", 0.0326, 0.096),
+    AgentSpan("spot-2", "burst", True, "m5.large", 0.0326, 0.096),
+]
+
+
+def ev(event_kind: str, at: float, **fields) -> RunEvent:
+    return RunEvent(event_kind, at, fields)
+
+
+def story() -> list[RunEvent]:
+    return [
+        ev("issued", 1, job_id="1"), ev("issued", 1, job_id="2"), ev("issued", 1, job_id="3"),
+        ev("placed", 2, job_id="1", agent_id="spot-1"), ev("placed", 2, job_id="2", agent_id="spot-2"),
+        ev("placed", 2, job_id="3", agent_id="core-1"),
+        ev("notice", 3, agent_id="spot-1", kind="terminate"),
+        ev("drain_kill", 3, job_id="1", agent_id="spot-1"),
+        ev("notice", 3, agent_id="spot-2", kind="terminate"),
+        ev("let_finish", 3, job_id="2", agent_id="spot-2"),
+        ev("requeue", 4, job_id="1", agent_id="spot-1", counted_as="preempted", cause="killed"),
+        ev("escalation", 4, job_id="1", preemptions=1),
+        ev("agent_lost", 1800, agent_id="spot-1"),
+        ev("ended", 5, job_id="2", outcome="finished", agent_id="spot-2"),
+        ev("placed", 6, job_id="1", agent_id="core-1"),
+        ev("ended", 9, job_id="1", outcome="finished", agent_id="core-1"),
+        ev("ended", 9, job_id="3", outcome="failed", agent_id="core-1", exit_code=2),
+    ]
+
+
+def test_counts_and_costs():
+    r = build_report(run_id="r1", workflow="wf.cwl", outcome="failed", started_at=0.0, ended_at=3600.0,
+                     agents=AGENTS, events=story())
+    assert (r.tasks, r.tasks_finished, r.tasks_failed, r.attempts) == (3, 2, 1, 4)
+    assert (r.preemptions, r.losses, r.requeues, r.escalations) == (1, 0, 1, 1)
+    assert (r.notices, r.drain_kills, r.let_finish, r.finished_in_window) == (2, 1, 1, 1)
+    by = {c.name: c for c in r.clusters}
+    assert by["core"].agent_hours == pytest.approx(1.0)
+    assert by["burst"].agent_hours == pytest.approx(1.0 + 0.5)  # spot-1 lost after half an hour
+    assert by["burst"].agents_lost == 1
+    assert r.cost_usd == pytest.approx(0.085 + 1.5 * 0.0326)
+    assert r.on_demand_cost_usd == pytest.approx(0.085 + 1.5 * 0.096)
+    assert 0 < r.savings < 1
+    assert by["core"].placements == 2 and by["burst"].placements == 2
+    assert by["core"].tasks_finished == 1 and by["burst"].tasks_finished == 1
+    doc = r.to_json()
+    assert json.loads(json.dumps(doc))["schema"] == "plastic.report/v1"
+
+
+def test_agent_seen_late_is_priced_from_then():
+    late = AgentSpan("spot-3", "burst", True, "m5.large", 0.03, 0.09, seen_at=1800.0)
+    r = build_report(run_id="r", workflow="w", outcome="succeeded", started_at=0.0, ended_at=3600.0,
+                     agents=[late], events=[])
+    assert r.clusters[0].agent_hours == pytest.approx(0.5)
+
+
+def test_no_agents_means_no_savings_claimed():
+    r = build_report(run_id="r", workflow="w", outcome="succeeded", started_at=0, ended_at=10, agents=[], events=[])
+    assert r.savings == 0.0 and r.cost_usd == 0.0 and r.clusters == ()
+
+
+def test_progress_follows_the_story():
+    p = Progress({"core-1": "core", "spot-1": "burst", "spot-2": "burst"})
+    seen = []
+    for e in story():
+        p.apply(e)
+        seen.append((len(p.queued), p.running, p.finished, p.failed))
+    assert seen[2] == (3, 0, 0, 0)
+    assert seen[5] == (0, 3, 0, 0)
+    assert p.clusters["burst"].running == 0 and p.clusters["core"].running == 0
+    assert (p.finished, p.failed, p.requeues, p.notices) == (2, 1, 1, 2)
+    assert p.clusters["core"].finished == 1 and p.clusters["core"].failed == 1
+    assert any("requeued" in line for line in p.recent)
+    assert any("lost" in line for line in p.recent)
+
+
+def test_progress_learns_agents_from_events():
+    p = Progress()
+    p.apply(ev("agent", 0, agent_id="x", cluster="burst-large", preemptible=True))
+    p.apply(ev("placed", 1, job_id="7", agent_id="x"))
+    assert p.clusters["burst-large"].running == 1

@@ -1,0 +1,101 @@
+"""`plastic run` end to end, as a user types it: plan, local cluster, embedded Redis, Toil, outputs, report.
+
+Each run takes about 20-40 s on two cores (Toil's leader and workers dominate).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.clirun import REPO
+
+pytest.importorskip("toil")
+
+pytestmark = pytest.mark.toil_e2e
+
+EXAMPLES = REPO / "cwl-examples"
+TIMEOUT_S = 240
+
+
+def plastic_run(tmp_path: Path, example: str, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    wf = EXAMPLES / example / f"{example}.cwl"
+    job = EXAMPLES / example / "job.yml"
+    cmd = [sys.executable, "-m", "plastic", "run", str(wf), str(job), "--outdir", str(tmp_path / "out"),
+           "--run-dir", str(tmp_path / "run"), "--report", str(tmp_path / "report.json"), *extra]
+    full_env = dict(os.environ)
+    full_env.pop("PLASTIC_REDIS_URL", None)
+    full_env.update(env or {})
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=TIMEOUT_S, env=full_env,
+                          check=False)
+
+
+def check_outputs(res: subprocess.CompletedProcess, tmp_path: Path, example: str) -> dict:
+    assert res.returncode == 0, res.stderr[-5000:]
+    expected = json.loads((EXAMPLES / example / "expected-output.json").read_text())
+    outputs = json.loads(res.stdout)
+    for name, want in expected.items():
+        got = outputs[name]
+        assert got["checksum"] == want["checksum"], (name, got)
+        assert got["size"] == want["size"]
+        assert (tmp_path / "out" / want["basename"]).stat().st_size == want["size"]
+    return outputs
+
+
+@pytest.mark.parametrize("example", ["scatter-gather", "nested-scatter", "dynamic-resources"])
+def test_examples_through_plastic_run(tmp_path, example):
+    res = plastic_run(tmp_path, example)
+    check_outputs(res, tmp_path, example)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["schema"] == "plastic.report/v1" and report["outcome"] == "succeeded"
+    assert report["tasks"] >= 1 and report["tasks_failed"] == 0
+    assert report["tasks_finished"] == report["tasks"]
+    assert report["attempts"] >= report["tasks"]
+    assert report["cost_usd"] > 0 and report["on_demand_cost_usd"] >= report["cost_usd"]
+    assert {c["name"] for c in report["clusters"]} >= {"core"}
+    run_dir = tmp_path / "run"
+    for name in ("plan.json", "decisions.jsonl", "toil.log", "outputs.json", "report.json"):
+        assert (run_dir / name).is_file(), name
+    decisions = [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines()]
+    placed = [d for d in decisions if d["kind"] == "placed"]
+    assert len(placed) == report["attempts"]
+    assert "makespan" in res.stderr and "estimated cost" in res.stderr
+
+
+def test_scatter_gather_placement_follows_annotations(tmp_path):
+    """preempt=false steps never land on spot agents; the run's Redis holds every task FINISHED."""
+    res = plastic_run(tmp_path, "scatter-gather")
+    check_outputs(res, tmp_path, "scatter-gather")
+    plan = json.loads((tmp_path / "run" / "plan.json").read_text())
+    spot_clusters = {n["cluster"] for n in plan["nodes"] if n["market"] == "spot"}
+    decisions = [json.loads(line) for line in (tmp_path / "run" / "decisions.jsonl").read_text().splitlines()]
+    agents = {d["agent_id"]: d for d in decisions if d["kind"] == "agent"}
+    policy = json.loads((tmp_path / "run" / "workflow" / "policy.json").read_text())["tools"]
+    reliable_tools = {key for key, entry in policy.items() if entry["preempt"] in (False, 0)}
+    assert reliable_tools, policy
+    issued = {str(d["job_id"]): d for d in decisions if d["kind"] == "issued"}
+    checked = 0
+    for d in decisions:
+        if d["kind"] != "placed":
+            continue
+        tool = issued[str(d["job_id"])].get("tool") or ""
+        if tool.rsplit(".", 1)[-1] in reliable_tools:
+            assert agents[d["agent_id"]]["cluster"] not in spot_clusters, d
+            checked += 1
+    assert checked >= 1
+    from plastic.store import Store, start_embedded
+
+    server = start_embedded(tmp_path / "run" / "redis")
+    try:
+        store = Store(server.client())
+        runs = store.list_runs()
+        assert len(runs) == 1 and str(runs[0].state) == "SUCCEEDED"
+        counts = {str(k): v for k, v in store.task_counts(runs[0].id).items() if v}
+        assert set(counts) == {"FINISHED"}, counts
+    finally:
+        server.stop()

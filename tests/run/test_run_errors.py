@@ -1,0 +1,66 @@
+"""`plastic run` refuses bad input with one line and exit 2, before starting anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.clirun import REPO, assert_one_line_error, plastic
+
+SG = REPO / "cwl-examples" / "scatter-gather"
+
+
+def test_missing_workflow(tmp_path):
+    res = plastic("run", tmp_path / "nope.cwl", SG / "job.yml", "--run-dir", tmp_path / "r", cwd=tmp_path)
+    assert_one_line_error(res, "nope.cwl", "no such file")
+    assert not (tmp_path / "r").exists()
+
+
+def test_missing_job(tmp_path):
+    res = plastic("run", SG / "scatter-gather.cwl", tmp_path / "job.yml", "--run-dir", tmp_path / "r", cwd=tmp_path)
+    assert_one_line_error(res, "job.yml", "no such file")
+    assert not (tmp_path / "r").exists()
+
+
+def test_invalid_cwl(tmp_path):
+    bad = tmp_path / "bad.cwl"
+    bad.write_text("cwlVersion: v1.2\nclass: Workflow\ninputs: {}\noutputs: {}\nsteps: 3\n")
+    res = plastic("run", bad, "--run-dir", tmp_path / "r", cwd=tmp_path)
+    assert_one_line_error(res, "bad.cwl")
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_annotation(tmp_path):
+    wf = tmp_path / "wf.cwl"
+    wf.write_text((SG / "scatter-gather.cwl").read_text().replace("vcpus: 2", "vcpus: -2"))
+    for name in ("split-part.cwl", "sort-chunk.cwl", "merge-sorted.cwl", "input.txt", "job.yml"):
+        (tmp_path / name).write_text((SG / name).read_text())
+    res = plastic("run", wf, tmp_path / "job.yml", "--run-dir", tmp_path / "r", cwd=tmp_path)
+    assert_one_line_error(res, "vcpus")
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_plan_file(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text("{not json")
+    res = plastic("run", SG / "scatter-gather.cwl", SG / "job.yml", "--plan", plan, "--run-dir", tmp_path / "r",
+                  cwd=tmp_path)
+    assert_one_line_error(res, "plan.json")
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_run_id(tmp_path):
+    res = plastic("run", SG / "scatter-gather.cwl", SG / "job.yml", "--run-id", "a/b", cwd=tmp_path)
+    assert_one_line_error(res, "--run-id")
+
+
+def test_unreachable_redis(tmp_path):
+    res = plastic("run", SG / "scatter-gather.cwl", SG / "job.yml", "--redis", "redis://127.0.0.1:1/0",
+                  "--run-dir", tmp_path / "r", cwd=tmp_path)
+    assert res.returncode != 0
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Redis" in lines[0] and "Traceback" not in res.stderr, res.stderr
+
+
+def test_options_must_follow_double_dash(tmp_path: Path):
+    res = plastic("run", SG / "scatter-gather.cwl", "--bogus", cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
