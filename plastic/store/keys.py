@@ -26,6 +26,8 @@ name and ``N`` a tool (or step) name:
 | `P events`           | stream     | events that belong to no run (agents seen without a run)                |
 | `P runtime:N`        | list       | recent runtimes of tool N in seconds, newest first, capped (LTRIM)      |
 | `P submissions`      | list       | JSON submissions for `plastic serve` (LPUSH in, BRPOP out: FIFO)        |
+| `P notices`          | stream     | spot notices from every source (IMDS watchers, the SQS poller), once each |
+| `P notice:K:N`       | string     | "published" marker of notice kind K for target N (SET NX, expires)      |
 
 Only the run id sits in the middle of keys (``run:R:...``), so run ids are restricted to
 ``[A-Za-z0-9._-]`` and can never make two templates meet; task, agent and tool names are
@@ -118,3 +120,10 @@ class Keys:
 
     def submissions(self) -> str:
         return f"{self.prefix}submissions"
+
+    # notices
+    def notices(self) -> str:
+        return f"{self.prefix}notices"
+
+    def notice_marker(self, kind: str, target: str) -> str:
+        return f"{self.prefix}notice:{kind}:{target}"

@@ -194,6 +194,21 @@ return {1, state}
 )
 
 
+# KEYS: the (kind, target) marker, the notices stream
+# ARGV: marker TTL seconds, maxlen, (field, value)*
+# Returns the new stream id, or false when this (kind, target) was published already.
+PUBLISH_NOTICE = (
+    _PRELUDE
+    + r"""
+local ttl, maxlen = ARGV[1], ARGV[2]
+local fields = take_pairs(3)
+local at = now()
+if not redis.call('SET', KEYS[1], at, 'NX', 'EX', ttl) then return false end
+return redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*', 'published_at', at, unpack(fields))
+"""
+)
+
+
 class LuaScript:
     """One script bound to a client: EVALSHA, EVAL when the server does not know it yet."""
 

@@ -46,6 +46,7 @@ from plastic.store.scripts import (
     ADD_TASKS,
     CREATE_RUN,
     INITIAL,
+    PUBLISH_NOTICE,
     TRANSITION,
     UPSERT_AGENT,
     LuaScript,
@@ -89,6 +90,7 @@ class Store:
         self._create_run = LuaScript(client, CREATE_RUN)
         self._add_tasks = LuaScript(client, ADD_TASKS)
         self._upsert_agent = LuaScript(client, UPSERT_AGENT)
+        self._publish = LuaScript(client, PUBLISH_NOTICE)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -431,6 +433,31 @@ class Store:
 
     def pending_submissions(self) -> int:
         return self.client.llen(self.keys.submissions())
+
+    # ------------------------------------------------------------------ spot notices
+
+    def publish_notice(self, kind: str, target: str, fields: Mapping[str, Any], *,
+                       marker_ttl_s: int = 86_400) -> str | None:
+        """Publish a notice once: the first call for (kind, target) appends it to the notices stream
+        and returns its stream id; every later call (a watcher polling again, a second source, a
+        duplicate SQS message) returns None.  ``target`` names what the notice is about
+        (``agent:<id>``, ``instance:<i-...>``); ``fields`` says the rest (terminate_at, source, ...)."""
+        marker = self.keys.notice_marker(kind, target)
+        entry = {"kind": kind, "target": target, **{k: encode(v) for k, v in fields.items() if v is not None}}
+        # One script: the marker and the stream entry are written together or not at all.
+        return self._publish([marker, self.keys.notices()],
+                             [str(marker_ttl_s), str(self.events_maxlen), *counted_pairs(entry)]) or None
+
+    def read_notices(self, since: str = "0-0", *, count: int | None = None,
+                     block_ms: int | None = None) -> list[Event]:
+        """Notices after stream id ``since`` (``"$"``: only new ones), waiting up to ``block_ms``."""
+        reply = self.client.xread({self.keys.notices(): since}, count=count, block=block_ms)
+        if not reply:
+            return []
+        entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
+        if isinstance(entries, list) and entries and isinstance(entries[0], list) and len(entries) == 1:
+            entries = entries[0]
+        return [Event.from_entry(entry_id, raw) for entry_id, raw in entries]
 
     # ------------------------------------------------------------------ helpers
 
