@@ -150,9 +150,10 @@ cli.add_command(run_command)
 
 from plastic.cli_service import logs, serve, status, submit  # noqa: E402 - the service commands
 
+from plastic.cli_aws import sqs_setup, sqs_watch  # noqa: E402 - `plastic sqs-watch | sqs-setup` (boto3 loads lazily)
 from plastic.cli_lower import lower  # noqa: E402 - `plastic lower`
 
-for _command in (lower, serve, submit, status, logs):
+for _command in (lower, serve, submit, status, logs, sqs_watch, sqs_setup):
     cli.add_command(_command)
 
 

@@ -1,0 +1,122 @@
+"""AWS in tests is moto only, and nothing here can reach the network.
+
+Every test in tests/aws gets fake credentials and a region in its environment (no profile, no
+config file, no endpoint override, no instance metadata), and a socket guard that refuses any
+connection that is not loopback or a Unix socket.  Redis is the session's real embedded server
+(tests/conftest.py), one key prefix per test.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import uuid
+
+import pytest
+
+from plastic.store import Store
+
+REGION = "us-east-1"
+
+
+def _loopback(address: object) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX path
+        return True
+    host = address[0] if isinstance(address, tuple) and address else None
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except (TypeError, ValueError):
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def connect(self, address):
+        if not _loopback(address):
+            raise OSError(f"tests/aws: network access refused ({address!r})")
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        if not _loopback(address):
+            raise OSError(f"tests/aws: network access refused ({address!r})")
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+@pytest.fixture(autouse=True)
+def aws_env(monkeypatch, tmp_path):
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS",
+                 "AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL_EVENTS", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "PLASTIC_REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_REGION", REGION)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture
+def aws(aws_env):
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def sqs(aws):
+    import boto3
+
+    return boto3.client("sqs", region_name=REGION)
+
+
+@pytest.fixture
+def ec2(aws):
+    import boto3
+
+    return boto3.client("ec2", region_name=REGION)
+
+
+@pytest.fixture
+def events(aws):
+    import boto3
+
+    return boto3.client("events", region_name=REGION)
+
+
+@pytest.fixture
+def queue_url(sqs) -> str:
+    return sqs.create_queue(QueueName=f"plastic-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+
+
+@pytest.fixture
+def store(client) -> Store:
+    return Store(client, prefix=f"t-{uuid.uuid4().hex[:12]}:")
+
+
+def eb_event(detail_type: str, detail: dict, *, time: str = "2026-01-01T12:00:00Z",
+             event_id: str | None = None) -> str:
+    """An EventBridge event as it lands in SQS (the body of the message)."""
+    instance = detail.get("instance-id", "i-0")
+    return json.dumps({
+        "version": "0", "id": event_id or str(uuid.uuid4()), "detail-type": detail_type, "source": "aws.ec2",
+        "account": "123456789012", "time": time, "region": REGION,
+        "resources": [f"arn:aws:ec2:{REGION}:123456789012:instance/{instance}"], "detail": detail})
+
+
+def queue_depth(sqs, url: str) -> int:
+    """Messages still on the queue, visible or in flight."""
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
