@@ -152,8 +152,9 @@ from plastic.cli_service import logs, serve, status, submit  # noqa: E402 - the 
 
 from plastic.cli_aws import sqs_setup, sqs_watch  # noqa: E402 - `plastic sqs-watch | sqs-setup` (boto3 loads lazily)
 from plastic.cli_lower import lower  # noqa: E402 - `plastic lower`
+from plastic.cli_watch import agent_watch  # noqa: E402 - `plastic agent-watch`
 
-for _command in (lower, serve, submit, status, logs, sqs_watch, sqs_setup):
+for _command in (lower, serve, submit, status, logs, agent_watch, sqs_watch, sqs_setup):
     cli.add_command(_command)
 
 

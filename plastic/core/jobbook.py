@@ -11,6 +11,11 @@ dropped launch) requeues the job under a new attempt and the same job id, so the
 never sees a failure; a job ends (JobEnded) exactly once.  Task states follow
 plastic.core.lifecycle: QUEUED -> LAUNCHING -> STARTING -> RUNNING -> FINISHED | FAILED, any
 live state -> KILLING -> KILLED, and live -> LOST -> QUEUED for a requeue (LOST is transient).
+
+Spot notices (NoticeReceived): a terminate notice drains the agent (each task on it finishes in
+the window if its runtime estimate fits with notice_margin_s, else it is killed and requeued); a
+rebalance recommendation keeps new work off the agent as `rebalance` says (ignore / avoid-long /
+drain).  On every Tick plastic.core.jobbook_health reports idle burst agents and starving jobs.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
+from plastic.core import jobbook_health as health
 from plastic.core import placement as pl
 from plastic.core.jobbook_messages import (
     Acknowledge,
@@ -51,11 +58,11 @@ from plastic.core.lifecycle import TaskState, check_transition
 from plastic.core.model import Preempt, Resources
 
 __all__ = [  # the book, plus every event and command (defined in jobbook_messages)
-    "Acknowledge", "AgentLost", "AgentSeen", "Attempt", "Command", "DeclineOffers", "Event", "Job",
-    "JobBook", "JobEnded", "JobIssued", "KillRequested", "KillTask", "LaunchTasks", "NoticeReceived",
-    "OfferRescinded", "OffersReceived", "Outcome", "Reconcile", "Reconnected", "Record",
+    "REBALANCE_MODES", "Acknowledge", "AgentLost", "AgentSeen", "Attempt", "Command", "DeclineOffers", "Event",
+    "Job", "JobBook", "JobEnded", "JobIssued", "KillRequested", "KillTask", "LaunchTasks", "NoticeReceived",
+    "OfferRescinded", "OffersReceived", "Outcome", "RebalanceMode", "Reconcile", "Reconnected", "Record",
     "ReportUnplaceable", "ReviveOffers", "StatusReceived", "SuppressOffers", "TaskLaunch", "Tick", "exit_code_of",
-    "split_task_id", "task_id_of",
+    "split_task_id", "task_id_of"
 ]
 
 S = TaskState
@@ -66,6 +73,12 @@ ENDED = frozenset({S.FINISHED, S.FAILED, S.KILLED})
 LOSS_STATES = frozenset({"TASK_LOST", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR",
                          "TASK_DROPPED", "TASK_UNKNOWN"})
 TERMINAL_STATES = LOSS_STATES | {"TASK_FINISHED", "TASK_FAILED", "TASK_ERROR", "TASK_KILLED"}
+
+# What a rebalance recommendation does to an agent: nothing but a record (ignore), no new long or
+# unknown-length tasks there (avoid-long), or no new tasks at all (drain).  Running tasks are never
+# touched: a rebalance recommendation has no deadline; a terminate notice, if one follows, has.
+RebalanceMode = Literal["ignore", "avoid-long", "drain"]
+REBALANCE_MODES: tuple[str, ...] = get_args(RebalanceMode)
 EXIT_UNKNOWN = 255
 _EXITED = re.compile(r"exited with status (-?\d+)")
 
@@ -114,6 +127,8 @@ class Job:
     kept_for_notice: bool = False  # on a noticed agent, left to finish
     launched_reliable_only: bool = False
     unplaceable_reason: str | None = None
+    queued_at: float = 0.0  # when it last entered QUEUED (issue or requeue)
+    starving_reported: bool = False  # a "starving" record went out for this wait
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -147,23 +162,29 @@ class JobBook:
         runtime_estimate: Callable[[str | None], float | None] = lambda tool: None,
         *,
         notice_margin_s: float = 30.0,
-        rebalance_stops_long: bool = True,
+        rebalance: RebalanceMode = "avoid-long",
         long_task_s: float = 600.0,
         max_lost_relaunches: int = 3,
         cluster_may_grow: bool = True,
         refuse_seconds: float = pl.DEFAULT_REFUSE_SECONDS,
         reconcile_every_s: float = 60.0,
         kill_retry_s: float = 30.0,
+        idle_agent_s: float | None = 300.0,
+        starving_s: float | None = 300.0,
     ):
+        if rebalance not in REBALANCE_MODES:
+            raise ValueError(f"rebalance must be one of {', '.join(REBALANCE_MODES)}, not {rebalance!r}")
         self.runtime_estimate = runtime_estimate
         self.notice_margin_s = notice_margin_s
-        self.rebalance_stops_long = rebalance_stops_long
+        self.rebalance = rebalance
         self.long_task_s = long_task_s
         self.max_lost_relaunches = max_lost_relaunches
         self.cluster_may_grow = cluster_may_grow
         self.refuse_seconds = refuse_seconds
         self.reconcile_every_s = reconcile_every_s
         self.kill_retry_s = kill_retry_s
+        self.idle_agent_s = idle_agent_s  # None: no idle-agent records
+        self.starving_s = starving_s  # None: no starving records
 
         self.jobs: dict[str, Job] = {}
         self.agents: dict[str, pl.AgentInfo] = {}
@@ -174,6 +195,12 @@ class JobBook:
         self.seen_uuids: set[str] = set()
         self.ended_count: dict[str, int] = {}
         self.last_reconcile: float | None = None
+        # provisioning health (plastic.core.jobbook_health): when each agent was first seen or last
+        # busy (a task placed there, or one that left it), and what was reported
+        self.agent_since: dict[str, float] = {}
+        self.last_busy: dict[str, float] = {}
+        self.idle_agents: dict[str, float] = {}  # reported idle agent -> start of its idle period
+        self.starving: dict[str, str] = {}  # reported starving job -> why no live agent can take it
 
     # ------------------------------------------------------------ queries
 
@@ -245,6 +272,9 @@ class JobBook:
         self._move(job, state)
         job.kill_cause = None
         job.kept_for_notice = False
+        self.starving.pop(job.job_id, None)
+        if cur is not None and job.agent_id is not None:
+            self.last_busy[job.agent_id] = now
         self.ended_count[job.job_id] = self.ended_count.get(job.job_id, 0) + 1
         backing = job.mesos_task_id if cur is not None else None
         out.append(JobEnded(job.job_id, outcome, exit_code, wall, backing, reason, message))
@@ -290,6 +320,10 @@ class JobBook:
         job.kill_cause = None
         job.kill_sent_at = None
         job.kept_for_notice = False
+        job.queued_at = now
+        job.starving_reported = False
+        if agent_id is not None:
+            self.last_busy[agent_id] = now
         self._move(job, S.QUEUED)
         out.append(Record("requeue", {"job_id": job.job_id, "old_task": old_task, "new_task": job.mesos_task_id,
                                       "agent_id": agent_id, "cause": cause, "counted_as": kind,
@@ -304,7 +338,7 @@ class JobBook:
         if ev.job_id in self.jobs:
             out.append(Record("duplicate_issue", {"job_id": ev.job_id}))
             return
-        job = Job(ev.job_id, ev.demand, ev.preempt, ev.instance_type, ev.tool, now)
+        job = Job(ev.job_id, ev.demand, ev.preempt, ev.instance_type, ev.tool, now, queued_at=now)
         self.jobs[ev.job_id] = job
         out.append(Record("issued", {"job_id": ev.job_id, "vcpus": ev.demand.vcpus, "ram_mib": ev.demand.ram_mib,
                                      "preempt": str(ev.preempt), "instance_type": ev.instance_type,
@@ -361,17 +395,18 @@ class JobBook:
         free = {o.offer_id: o.available for o in offers}
         launches: list[pl.LaunchTask] = []
         unplaceable: dict[str, str] = {}
-        if self.rebalance_stops_long and self.rebalancing:
-            # pass 1: long (or unknown-length) tasks, rebalancing agents closed to them
-            long_ids = {j.mesos_task_id for j in queue if self._is_long(j)}
+        kept_off = self._kept_off_rebalancing(queue)
+        if kept_off:
+            # pass 1: the tasks a rebalance recommendation keeps off its agent (long or unknown-length
+            # ones with avoid-long, every one with drain), those agents closed to them
             closed = [dataclasses.replace(o, agent=dataclasses.replace(o.agent, draining=True))
                       if o.agent.agent_id in self.rebalancing else o for o in offers]
-            p1 = pl.place(closed, [j.pending() for j in queue if j.mesos_task_id in long_ids], cluster)
+            p1 = pl.place(closed, [j.pending() for j in queue if j.mesos_task_id in kept_off], cluster)
             launches += p1.launches
             unplaceable.update({u.task_id: u.reason for u in p1.unplaceable})
             for lt in p1.launches:
                 free[lt.offer_id] = free[lt.offer_id] - lt.demand
-            rest = [j for j in queue if j.mesos_task_id not in long_ids]
+            rest = [j for j in queue if j.mesos_task_id not in kept_off]
         else:
             rest = queue
         p2 = pl.place([dataclasses.replace(o, available=free[o.offer_id]) for o in offers],
@@ -388,6 +423,9 @@ class JobBook:
             job.agent_id = lt.agent_id
             job.launched_reliable_only = job.needs_reliable
             job.unplaceable_reason = None
+            job.starving_reported = False
+            self.starving.pop(job.job_id, None)
+            self.last_busy[lt.agent_id] = now
             job.attempts.append(Attempt(job.attempt, lt.agent_id, now))
             per_offer.setdefault(lt.offer_id, []).append(
                 TaskLaunch(lt.task_id, job.job_id, job.attempt, lt.agent_id, lt.demand, lt.reason))
@@ -412,11 +450,28 @@ class JobBook:
         est = self.runtime_estimate(job.tool)
         return est is None or est > self.long_task_s
 
+    def _kept_off_rebalancing(self, queue: list[Job]) -> set[str]:
+        """Task ids of queued jobs that must not start on an agent with a rebalance recommendation.
+
+        A job that only such agents could ever hold is not kept off them: waiting for them to go
+        away could be forever (a recommendation need not end in an interruption)."""
+        if self.rebalance == "ignore" or not self.rebalancing:
+            return set()
+        steady = [a for a_id, a in self.cluster().items() if a_id not in self.rebalancing]
+        if not steady:
+            return set()
+        return {j.mesos_task_id for j in queue
+                if (self.rebalance == "drain" or self._is_long(j))
+                and pl.why_unplaceable(j.pending(), steady) is None}
+
     def _agent_seen(self, agent: pl.AgentInfo, now: float, out: list[Command], quiet: bool = False) -> None:
         known = self.agents.get(agent.agent_id)
         back = agent.agent_id in self.gone
         self.agents[agent.agent_id] = dataclasses.replace(agent, draining=False)
         self.gone.discard(agent.agent_id)
+        if known is None or back:
+            self.agent_since[agent.agent_id] = now
+            self.last_busy.pop(agent.agent_id, None)
         if known is None or back or known != self.agents[agent.agent_id]:
             if not quiet or known is None or back:
                 out.append(Record("agent", {"agent_id": agent.agent_id, "preemptible": agent.preemptible,
@@ -439,14 +494,16 @@ class JobBook:
     def _notice(self, ev: NoticeReceived, now: float, out: list[Command]) -> None:
         table = self.draining if ev.kind == "terminate" else self.rebalancing
         if ev.agent_id in table:
-            out.append(Record("duplicate_notice", {"agent_id": ev.agent_id, "kind": ev.kind}))
+            out.append(Record("duplicate_notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind}))
             return
         table[ev.agent_id] = Notice(ev.terminate_at, now)
         jobs = self.on_agent(ev.agent_id)
-        out.append(Record("notice", {"agent_id": ev.agent_id, "kind": ev.kind, "terminate_at": ev.terminate_at,
-                                     "window_s": ev.terminate_at - now, "jobs": [j.job_id for j in jobs]}))
         if ev.kind != "terminate":
+            out.append(Record("notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind, "reaction": self.rebalance,
+                                         "jobs": [j.job_id for j in jobs]}))
             return
+        out.append(Record("notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind, "terminate_at": ev.terminate_at,
+                                     "window_s": ev.terminate_at - now, "jobs": [j.job_id for j in jobs]}))
         for job in jobs:
             if job.state is S.KILLING:
                 continue  # already on its way out; its end decides
@@ -497,6 +554,7 @@ class JobBook:
                 out.append(KillTask(job.mesos_task_id, job.agent_id))
         if self.last_reconcile is None or now - self.last_reconcile >= self.reconcile_every_s:
             self._reconcile(now, out)
+        health.check(self, now, out)
 
     # ------------------------------------------------------------ status updates
 

@@ -71,6 +71,9 @@ NoticeKind = Literal["terminate", "rebalance"]
 
 @dataclass(frozen=True, slots=True)
 class NoticeReceived:
+    """A spot notice about an agent.  terminate: the agent is gone at ``terminate_at`` (book time);
+    rebalance: a recommendation, ``terminate_at`` is when it was made (not a deadline)."""
+
     agent_id: str
     terminate_at: float
     kind: NoticeKind = "terminate"

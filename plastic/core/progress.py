@@ -81,7 +81,7 @@ class Progress:
             self.recent.append(f"task {job} requeued from {cluster or '?'} ({f.get('counted_as', f.get('cause'))})")
         elif kind == "notice":
             self.notices += 1
-            what = "termination notice" if f.get("kind", "terminate") == "terminate" else "rebalance recommendation"
+            what = "termination notice" if f.get("notice_kind", "terminate") == "terminate" else "rebalance recommendation"
             self.recent.append(f"{what} for {self._cluster(f.get('agent_id'))} agent {f.get('agent_id')}")
         elif kind == "drain_kill" and job is not None:
             self.recent.append(f"task {job} killed on a doomed {self._cluster(f.get('agent_id'))} agent")

@@ -135,7 +135,7 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
             elif f.get("counted_as") == "lost":
                 counts["losses"] += 1
         elif kind == "notice":
-            counts["notices" if f.get("kind", "terminate") == "terminate" else "rebalances"] += 1
+            counts["notices" if f.get("notice_kind", "terminate") == "terminate" else "rebalances"] += 1
         elif kind == "drain_kill":
             counts["drain_kills"] += 1
         elif kind == "let_finish":

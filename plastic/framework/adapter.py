@@ -15,6 +15,10 @@ book produced them (driver calls only queue work and return futures, so nothing 
     Record -> every recorder (plastic.framework.recorder: JSON lines with record_path, the run in Redis
               through plastic.framework.store_recorder), else a DEBUG log line
 
+Spot notices come in through `notice()` (plastic.framework.notices follows them in Redis): the
+target (``agent:<id>``, or ``instance:<i-...>`` mapped through the agents' ``instance_id``
+attribute) becomes NoticeReceived with the epoch deadline turned into the book's clock.
+
 Records get a few details only the shell knows: `issued` the task's name and step, `agent` the
 agent's address, and the shell adds `registered` (framework id) and `declined_ignored` records.
 Recorders are closed (flushed, bounded) by stop().
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.core.jobbook import ENDED, JobBook
+from plastic.core.jobbook_health import status_lines
 from plastic.core.jobbook_messages import (
     Acknowledge,
     AgentLost,
@@ -45,6 +50,8 @@ from plastic.core.jobbook_messages import (
     KillRequested,
     KillTask,
     LaunchTasks,
+    NoticeKind,
+    NoticeReceived,
     OfferRescinded,
     OffersReceived,
     Reconcile,
@@ -127,6 +134,11 @@ def agent_from_offer(offer: Mapping[str, Any], capacity: Resources | None = None
                      cluster=attrs.get("cluster", ""), instance_type=attrs.get("instance_type", ""))
 
 
+def instance_id_of(offer: Mapping[str, Any]) -> str | None:
+    """The agent's `instance_id` attribute (an EC2 instance id), if it advertises one."""
+    return _attributes(offer.get("attributes")).get("instance_id") or None
+
+
 def status_event(status: Mapping[str, Any]) -> StatusReceived:
     return StatusReceived(mesos_task_id=_value(status.get("task_id")) or "", state=str(status.get("state", "")),
                           reason=status.get("reason"), message=status.get("message"),
@@ -164,6 +176,7 @@ class Framework(Scheduler):
         record_path: str | Path | None = None,
         tick_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
         driver_factory: Callable[..., Any] = MesosSchedulerDriver,
         role: str | None = None,
         recorders: Sequence[Recorder] = (),
@@ -173,11 +186,13 @@ class Framework(Scheduler):
         self.changed = threading.Condition(self.lock)  # notified after every event
         self.book = book if book is not None else JobBook()
         self.clock = clock
+        self.wall_clock = wall_clock
         self.ended: queue.Queue[JobEnded] = queue.Queue()
         self.on_ended = on_ended or self.ended.put
         self.specs: dict[str, TaskSpec] = {}
         self.capacity: dict[str, Resources] = {}
         self.addresses: dict[str, str] = {}  # agent id -> "ip:port"
+        self.instances: dict[str, str] = {}  # instance id (the agent's instance_id attribute) -> agent id
         self.ignored: set[str] = set()  # agent ids that take no new work
         self.unplaceable: dict[str, str] = {}
         self.offer_resources: dict[str, dict[str, Mapping[str, Any]]] = {}  # offer id -> name -> resource
@@ -314,9 +329,34 @@ class Framework(Scheduler):
 
     def scheduling_status(self) -> str | None:
         with self.lock:
-            if not self.unplaceable:
+            lines = [f"job {j}: {r}" for j, r in sorted(self.unplaceable.items())]
+            lines += status_lines(self.book, self.clock())
+            return "; ".join(lines) if lines else None
+
+    # ------------------------------------------------------------ spot notices
+
+    def agent_for(self, target: str) -> str | None:
+        """The known, live agent a notice target names (``agent:<id>``, ``instance:<i-...>``), else None."""
+        kind, _, name = target.partition(":")
+        with self.lock:
+            if kind == "agent":
+                agent_id = name
+            elif kind == "instance":
+                agent_id = self.instances.get(name)
+            else:
                 return None
-            return "; ".join(f"job {j}: {r}" for j, r in sorted(self.unplaceable.items()))
+            if agent_id is None or agent_id not in self.book.agents or agent_id in self.book.gone:
+                return None
+            return agent_id
+
+    def book_time(self, epoch_s: float) -> float:
+        """An epoch time (a notice's deadline) on the book's clock."""
+        return self.clock() + (epoch_s - self.wall_clock())
+
+    def notice(self, agent_id: str, kind: NoticeKind, at_epoch_s: float) -> list[Command]:
+        """A terminate notice (at: the deadline) or a rebalance recommendation (at: when it was made)."""
+        with self.lock:
+            return self.apply(NoticeReceived(agent_id, self.book_time(at_epoch_s), kind))
 
     # ------------------------------------------------------------ commands
 
@@ -435,6 +475,9 @@ class Framework(Scheduler):
                 addr = _address(o)
                 if addr:
                     self.addresses[agent_id] = addr
+                instance = instance_id_of(o)
+                if instance:
+                    self.instances[instance] = agent_id
                 if agent_id in self.ignored:
                     ignored.append(offer_id)
                     continue
@@ -487,5 +530,8 @@ class Framework(Scheduler):
                 host = info.get("hostname")
                 if host and port:
                     self.addresses.setdefault(agent.agent_id, f"{host}:{port}")
+                instance = instance_id_of(info)
+                if instance:
+                    self.instances[instance] = agent.agent_id
                 self.apply(AgentSeen(agent))
 

@@ -23,8 +23,10 @@ to Redis; fields whose value is None are left out there):
 | placeable_again | job_id |
 | agent | agent_id, preemptible, cluster, instance_type, vcpus, ram_mib, back; *shell*: address ("ip:port") |
 | agent_lost | agent_id, jobs, duplicate |
-| notice | agent_id, kind (terminate/rebalance), terminate_at (book clock), window_s, jobs |
-| duplicate_notice | agent_id, kind |
+| notice | agent_id, notice_kind (terminate/rebalance), terminate_at (book clock), window_s, jobs; rebalance: reaction |
+| duplicate_notice | agent_id, notice_kind |
+| idle_agent | agent_id, idle_s, cluster (a burst agent idle past the threshold: a candidate for release) |
+| starving | job_id, vcpus, ram_mib, waited_s (no live agent could ever hold the job) |
 | declined | offer_ids, refuse_seconds |
 | declined_ignored | offer_ids (*shell*: offers of ignored nodes) |
 | rescinded | offer_id |

@@ -268,7 +268,7 @@ class StoreRecorder:
             "run_id": self.run_id})]
 
     def _on_notice(self, f: Mapping[str, Any], now: float) -> list[Write]:
-        if str(f.get("kind") or "terminate") != "terminate":
+        if str(f.get("notice_kind") or "terminate") != "terminate":
             return []
         agent_id = str(f["agent_id"])
         self.notices[agent_id] = now

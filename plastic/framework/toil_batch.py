@@ -16,6 +16,11 @@ docs/design/toil-batch-system.md for the contract this class signs.
 - State in Redis: with --plasticRedis URL (and --plasticRun ID, else a new run) every record goes to
   the run's event stream and task/agent records (plastic.framework.store_recorder), written by a
   background thread; without it only the JSON-lines log ($PLASTIC_RECORD_LOG) is kept.
+- Spot notices: with --plasticRedis a thread follows the notices stream (plastic.framework.notices;
+  `plastic agent-watch` publishes there) and hands each notice to the JobBook.
+  --plasticRebalance says what a rebalance recommendation does (ignore / avoid-long / drain);
+  --plasticIdleAgentSeconds and --plasticStarvingSeconds set when an idle burst agent or a job no
+  live agent can hold is reported (records idle_agent / starving, and the scheduling status).
 - Configuration errors (no master, bad policy file, Redis unreachable, bad run id) are raised as
   Toil's InconsistentConfigurationError, which toil-cwl-runner prints as one line (exit 1); a bad
   --plasticPolicy given on the command line is already refused by the argument parser (exit 2).
@@ -43,11 +48,14 @@ from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
 from toil.common import InconsistentConfigurationError
 
 from plastic.core.errors import PlasticError
+from plastic.core.jobbook import REBALANCE_MODES, JobBook
 from plastic.core.jobbook_messages import JobEnded
 from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
 from plastic.framework.adapter import Framework, TaskSpec, demand_of
+from plastic.framework.notices import NoticeFollower
 from plastic.framework.recorder import Recorder
 from plastic.framework.run_store import RunHandle, load_policy, open_run
+from plastic.framework.runtimes import RuntimeEstimates
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +64,9 @@ RECORD_ENV = "PLASTIC_RECORD_LOG"
 REDIS_ENV = "PLASTIC_REDIS_URL"
 RUN_ENV = "PLASTIC_RUN_ID"
 POLICY_ENV = "PLASTIC_POLICY"
+REBALANCE_ENV = "PLASTIC_REBALANCE"
+DEFAULT_IDLE_AGENT_S = 300.0
+DEFAULT_STARVING_S = 300.0
 KILL_WAIT_S = 30.0
 RECORD_FLUSH_S = 10.0
 
@@ -83,6 +94,26 @@ def policy_file(value: str) -> str:
     except PolicyError as error:
         raise ArgumentTypeError(str(error)) from None
     return path
+
+
+def seconds_or_off(value: str) -> float:
+    """argparse type of the health thresholds: seconds > 0, or 0 / "off" (0.0: no records; Toil's
+    Config drops None values, so "off" cannot be None)."""
+    if value.strip().lower() in ("off", "none"):
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not 0 <= seconds < float("inf"):
+        raise ArgumentTypeError(f"must be >= 0 seconds (0 or off: never), got {value!r}")
+    return seconds
+
+
+def _threshold(config: Any, name: str, default: float) -> float | None:
+    value = getattr(config, name, None)
+    value = default if value is None else float(value)
+    return value if value > 0 else None
 
 
 def _unsuppress_logging() -> None:
@@ -136,6 +167,19 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                             help="per-tool policy table (JSON, plastic.policy/v1): preempt budget and instance "
                                  "type by tool id, the last component of a job's unitName (default: "
                                  "$PLASTIC_POLICY; none: Toil's preemptible decides)")
+        parser.add_argument("--plasticRebalance", dest="plastic_rebalance", choices=REBALANCE_MODES,
+                            default=_env(REBALANCE_ENV) or "avoid-long",
+                            help="what an EC2 rebalance recommendation for an agent does: ignore (a record "
+                                 "only), avoid-long (no new long or unknown-length tasks there), drain (no new "
+                                 "tasks there); running tasks are never touched (default: avoid-long)")
+        parser.add_argument("--plasticIdleAgentSeconds", dest="plastic_idle_agent_s", type=seconds_or_off,
+                            default=DEFAULT_IDLE_AGENT_S,
+                            help="report a burst (preemptible) agent idle this long as a candidate for release "
+                                 "(record idle_agent; 0 or off: never; default: 300)")
+        parser.add_argument("--plasticStarvingSeconds", dest="plastic_starving_s", type=seconds_or_off,
+                            default=DEFAULT_STARVING_S,
+                            help="report a job queued this long for a shape no live agent can hold (record "
+                                 "starving; 0 or off: never; default: 300)")
 
     @classmethod
     def setOptions(cls, setOption: Any) -> None:
@@ -144,6 +188,9 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         setOption("plastic_redis")
         setOption("plastic_run")
         setOption("plastic_policy")
+        setOption("plastic_rebalance")
+        setOption("plastic_idle_agent_s")
+        setOption("plastic_starving_s")
 
     def __init__(self, config: Any, maxCores: float, maxMemory: float, maxDisk: int) -> None:
         _unsuppress_logging()
@@ -154,6 +201,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                 "the plastic batch system needs --plasticMaster URL (or $PLASTIC_MASTER)")
         failover = getattr(config, "plastic_failover_timeout", None)
         self.policy = self._load_policy(config)
+        book = self._book(config)
         self.run: RunHandle | None = self._open_run(config)
         try:
             super().__init__(config, maxCores, maxMemory, maxDisk)
@@ -161,7 +209,11 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             if self.run is not None:
                 self.run.close()
             raise
-        recorders: list[Recorder] = [self.run.recorder()] if self.run is not None else []
+        self.runtimes = RuntimeEstimates(self.run.store if self.run is not None else None)
+        book.runtime_estimate = self.runtimes.estimate
+        recorders: list[Recorder] = [self.runtimes]
+        if self.run is not None:
+            recorders.append(self.run.recorder())
         worker = shutil.which("_toil_worker")
         self.worker_dir = os.path.dirname(worker) if worker else None
         self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
@@ -170,12 +222,15 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.local_ids: set[int] = set()
         self.ignored_nodes: set[str] = set()
         self._stopping = threading.Event()
+        self.notices: NoticeFollower | None = None
         try:
             self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
                                        failover_timeout_s=failover, on_ended=self._ended,
                                        record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
-                                       record_flush_s=RECORD_FLUSH_S)
+                                       record_flush_s=RECORD_FLUSH_S, book=book)
             self.framework.start()
+            if self.run is not None:
+                self.notices = NoticeFollower(self.run.store, self.framework).start()
         except BaseException:
             if getattr(self, "framework", None) is not None:
                 self.framework.close_recorders()
@@ -189,6 +244,17 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self._forwarder = threading.Thread(target=self._forward_local, name="plastic-local-forwarder",
                                            daemon=True)
         self._forwarder.start()
+
+    @staticmethod
+    def _book(config: Any) -> JobBook:
+        rebalance = getattr(config, "plastic_rebalance", None) or _env(REBALANCE_ENV) or "avoid-long"
+        if rebalance not in REBALANCE_MODES:
+            raise InconsistentConfigurationError(
+                f"plastic batch system: rebalance reaction must be one of {', '.join(REBALANCE_MODES)}, "
+                f"not {rebalance!r}")
+        return JobBook(rebalance=rebalance,
+                       idle_agent_s=_threshold(config, "plastic_idle_agent_s", DEFAULT_IDLE_AGENT_S),
+                       starving_s=_threshold(config, "plastic_starving_s", DEFAULT_STARVING_S))
 
     @staticmethod
     def _load_policy(config: Any) -> PolicyTable:
@@ -307,6 +373,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
 
     def shutdown(self) -> None:
         self._stopping.set()
+        if self.notices is not None:
+            self.notices.stop()
         try:
             self.framework.stop(kill_tasks=True,
                                 failover=bool(self.framework.failover_timeout_s))

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,13 +141,18 @@ class Cluster:
     async def add_agent(self, spec: AgentSpec) -> str:
         """Register one more agent (at start, or replacing an interrupted one)."""
         assert self.state is not None and self.options.workdir is not None
+        instance_id = None
+        if spec.preemptible:  # an EC2-like instance id, advertised as the attribute instance_id
+            instance_id = "i-" + uuid.uuid4().hex[:17]
+            spec = replace(spec, attributes=(*(a for a in spec.attributes if a[0] != "instance_id"),
+                                             ("instance_id", instance_id)))
         agent_sock = bind_socket(self.options.host, 0)
         agent_id = self.state.add_agent(spec, port=agent_sock.getsockname()[1], now=time.time())
         self.agents[agent_id] = AgentRuntime(agent_id, self.options.workdir, self._on_status, base_env=self._base_env,
                                              launcher=self._launcher)
         await self._serve_agent(agent_id, agent_sock)
-        if spec.preemptible:
-            await self._serve_imds(agent_id)
+        if instance_id is not None:
+            await self._serve_imds(agent_id, instance_id)
         return agent_id
 
     async def _replace(self, spec: AgentSpec, delay: float) -> None:
@@ -174,10 +179,10 @@ class Cluster:
         await web.SockSite(runner, sock).start()
         self.agent_runners.append(runner)
 
-    async def _serve_imds(self, agent_id: str) -> None:
+    async def _serve_imds(self, agent_id: str, instance_id: str) -> None:
         assert self.state is not None
         agent = self.state.agents[agent_id]
-        meta = InstanceMetadata("i-" + uuid.uuid4().hex[:17], agent.spec.instance_type or "local.preemptible",
+        meta = InstanceMetadata(instance_id, agent.spec.instance_type or "local.preemptible",
                                 lambda: (agent.notice_time, agent.rebalance_time))
         runner = web.AppRunner(meta.app(), access_log=None, shutdown_timeout=0.5)
         await runner.setup()

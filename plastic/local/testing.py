@@ -9,7 +9,7 @@
     with LocalCluster(spec, agent_ping_timeout_seconds=1.0) as cluster:
         cluster.master_url            # "http://127.0.0.1:PORT": POST /api/v1/scheduler, /api/v1, GET /version
         cluster.agents                # [AgentInfo(id, cluster, preemptible, instance_type, attributes,
-                                      #            imds_url, port, node_id, total)], in agent-id order
+                                      #            imds_url, port, node_id, total, instance_id)], in agent-id order
         cluster.agents_in("burst-small")
         cluster.interrupt(agent_id, notice_seconds=2.0)   # IMDS shows the notice; the agent dies at that time
         cluster.interrupt(agent_id, rebalance_only=True)  # only a rebalance recommendation
@@ -72,6 +72,7 @@ class AgentInfo:
     port: int
     node_id: str | None = None  # the planned node, for clusters made from a plan
     total: dict[str, float] = field(default_factory=dict)  # cpus, mem, disk
+    instance_id: str | None = None  # EC2-like id (preemptible agents only; also the attribute instance_id)
 
 
 class LocalCluster:
@@ -292,4 +293,5 @@ class LocalCluster:
 def _agent_info(a: dict[str, Any]) -> AgentInfo:
     return AgentInfo(id=a["id"], cluster=a["cluster"], preemptible=a["preemptible"],
                      instance_type=a["instance_type"], attributes=a["attributes"], imds_url=a["imds_url"],
-                     port=a["port"], node_id=a.get("node_id"), total=a.get("total", {}))
+                     port=a["port"], node_id=a.get("node_id"), total=a.get("total", {}),
+                     instance_id=a.get("instance_id"))

@@ -10,6 +10,12 @@ plastic.core.report.  Files of a run live in its run directory:
 
     plan.json  workflow/ (lowered copy + policy.json)  decisions.jsonl (JSON lines, every decision)
     toil.log (the Toil leader's stderr)  outputs.json  report.json  redis/ (embedded server, AOF)
+    watch/AGENT.log (the spot-notice watchers' logs)
+
+On a local cluster every spot agent gets its `plastic agent-watch` (python -m plastic.watch) on
+the agent's emulated IMDS, publishing notices into the run's Redis, where the batch system's
+notices thread picks them up; the watchers die with the run (SIGTERM at the end, and the kernel's
+parent-death signal if `plastic run` itself is killed).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +48,8 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.5
 STOP_GRACE_S = 15.0
+WATCH_INTERVAL_S = 2.0
+WATCH_STOP_S = 5.0
 
 
 @dataclass
@@ -173,6 +182,36 @@ def _stop_process(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None
         proc.wait()
 
 
+def start_watchers(agents: list[Any], redis_url: str, log_dir: Path) -> list[subprocess.Popen]:
+    """One `plastic agent-watch` per spot agent with an IMDS endpoint; logs in log_dir/AGENT.log."""
+    procs: list[subprocess.Popen] = []
+    for a in agents:
+        if not a.preemptible or not getattr(a, "imds_url", None):
+            continue
+        log_dir.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "plastic.watch", "-v", "--redis", redis_url, "--imds", a.imds_url,
+                "--agent-id", a.id, "--interval", f"{WATCH_INTERVAL_S:g}"]
+        with open(log_dir / f"{a.id}.log", "ab") as out:
+            procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=log_dir,
+                                          preexec_fn=die_with_parent()))  # noqa: PLW1509
+    return procs
+
+
+def stop_watchers(procs: list[subprocess.Popen], grace_s: float = WATCH_STOP_S) -> None:
+    """SIGTERM every watcher still running (they exit 0 at once), then wait; SIGKILL stragglers."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.warning("watcher %d did not stop within %.0f s; killing it", p.pid, grace_s)
+            p.kill()
+            p.wait()
+
+
 def _last_error_line(log_path: Path) -> str:
     try:
         lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -262,6 +301,10 @@ def execute(request: RunRequest, display: Display | None = None,
             cleanups.append(cluster.stop)
             master = cluster.master_url
             local_agents = list(cluster.agents)
+            watchers = start_watchers(local_agents, redis_url, run_dir / "watch")
+            cleanups.append(lambda: stop_watchers(watchers))
+            if watchers:
+                display.note(f"{len(watchers)} spot-notice watcher(s) on the spot agents' IMDS")
             display.note(f"local cluster at {master}: " + ", ".join(
                 f"{c} x{sum(1 for a in local_agents if a.cluster == c)}"
                 for c in dict.fromkeys(a.cluster for a in local_agents)))

@@ -326,13 +326,14 @@ def test_unexplained_kill_is_a_failure():
 def test_rebalance_stops_long_tasks_only():
     h = Harness(runtime_estimate=estimates({"short": 10.0, "long": 3600.0}))
     h(AgentSeen(BURST))
+    h(AgentSeen(BURST2))  # another agent could take the long task (else it may go to burst: test_jobbook_spot)
     cmds = h(NoticeReceived("burst", terminate_at=h.now + 900, kind="rebalance"))
     assert not of(cmds, KillTask)
     h.issue("L", tool="long")
     h.issue("S", tool="short")
     assert h.launched(h.offer(BURST)) == [("S.1", "burst")]
     assert h.launched(h.offer(BURST2)) == [("L.1", "burst2")]
-    h2 = Harness(runtime_estimate=estimates({"long": 3600.0}), rebalance_stops_long=False)
+    h2 = Harness(runtime_estimate=estimates({"long": 3600.0}), rebalance="ignore")
     h2(NoticeReceived("burst", terminate_at=900, kind="rebalance"))
     h2.issue("L", tool="long")
     assert h2.launched(h2.offer(BURST)) == [("L.1", "burst")]

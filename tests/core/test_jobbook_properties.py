@@ -50,9 +50,9 @@ ESTIMATES = {"short": 20.0, "long": 5000.0}
 
 
 class JobBookMachine(RuleBasedStateMachine):
-    @initialize(may_grow=st.booleans(), rebalance=st.booleans())
+    @initialize(may_grow=st.booleans(), rebalance=st.sampled_from(["ignore", "avoid-long", "drain"]))
     def start(self, may_grow, rebalance):
-        self.book = JobBook(ESTIMATES.get, cluster_may_grow=may_grow, rebalance_stops_long=rebalance,
+        self.book = JobBook(ESTIMATES.get, cluster_may_grow=may_grow, rebalance=rebalance,
                             max_lost_relaunches=2)
         self.now = 0.0
         self.ended: dict[str, int] = {}

@@ -1,0 +1,124 @@
+"""`plastic agent-watch`: publish this machine's spot notices (EC2 IMDS) into plastic's Redis.
+
+Run one per spot machine (next to its Mesos agent); the framework's notices thread
+(plastic.framework.notices) turns what it publishes into drains, kills and requeues.  See
+plastic.watch.watcher for what is polled and published.  Exits 0 on SIGTERM/SIGINT, and by
+itself ``--grace`` seconds after the interruption time.  Bad options: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+
+import click
+
+from plastic.core.errors import InputError
+
+log = logging.getLogger(__name__)
+
+REDIS_ENV = "PLASTIC_REDIS_URL"
+AWS_RECOMMENDED_INTERVAL_S = 5.0
+
+
+def _seconds(text: str, option: str, *, allow_zero: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"not a number of seconds: {text!r}", source=option) from None
+    if not (value >= 0 if allow_zero else value > 0) or value == float("inf"):
+        raise InputError(f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {text!r}", source=option)
+    return value
+
+
+def _redis(url: str | None):
+    from redis import Redis
+
+    from plastic.store import Store
+
+    url = url or os.environ.get(REDIS_ENV)
+    if not url:
+        raise InputError(f"a Redis URL is needed (--redis or ${REDIS_ENV})", source="--redis")
+    try:
+        client = Redis.from_url(url, decode_responses=True, socket_timeout=5.0, socket_connect_timeout=2.0)
+    except ValueError as exc:
+        raise InputError(f"not a Redis URL: {url!r} ({exc})", source="--redis") from None
+    return Store(client), client
+
+
+def _imds_url(text: str) -> str:
+    import httpx
+
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise InputError(f"not a URL: {text!r} ({exc})", source="--imds") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise InputError(f"not an http(s)://HOST[:PORT] URL: {text!r}", source="--imds")
+    return str(url).rstrip("/")
+
+
+def _logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    if not logging.getLogger().handlers:  # `python -m plastic.watch`: no `plastic` group configured it
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if verbose:
+        logging.getLogger("plastic").setLevel(level)
+    if verbose < 2:  # a line per request every two seconds is for -vv only
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@click.command("agent-watch", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--redis", "redis_url", metavar="URL", help=f"Redis of the plastic run or service (default: ${REDIS_ENV}).")
+@click.option("--imds", "imds", metavar="URL", default="http://169.254.169.254", show_default=True,
+              help="The instance metadata service.")
+@click.option("--interval", metavar="SECONDS", default="2", show_default=True,
+              help="Poll IMDS this often (AWS recommends at least every 5 s).")
+@click.option("--agent-id", metavar="ID", help="This machine's Mesos agent id (default: notices name the EC2 "
+                                               "instance id, from IMDS).")
+@click.option("--grace", metavar="SECONDS", default="30", show_default=True,
+              help="Exit this long after the interruption time.")
+@click.option("--token-ttl", metavar="SECONDS", default="21600", show_default=True,
+              help="Lifetime asked for each IMDSv2 token (1..21600).")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def agent_watch(redis_url: str | None, imds: str, interval: str, agent_id: str | None, grace: str, token_ttl: str,
+                verbose: int) -> None:
+    """Watch this machine's IMDS for spot interruption notices and rebalance recommendations, and
+    publish each once into plastic's Redis."""
+    from plastic.watch.imds import MAX_TOKEN_TTL_S, ImdsClient
+    from plastic.watch.watcher import AgentWatcher
+
+    interval_s = _seconds(interval, "--interval")
+    grace_s = _seconds(grace, "--grace", allow_zero=True)
+    ttl = _seconds(token_ttl, "--token-ttl")
+    if not ttl.is_integer() or not 1 <= ttl <= MAX_TOKEN_TTL_S:
+        raise InputError(f"must be a whole number of seconds in 1..{MAX_TOKEN_TTL_S}, got {token_ttl!r}",
+                         source="--token-ttl")
+    if agent_id is not None and (not agent_id.strip() or any(c.isspace() for c in agent_id)):
+        raise InputError(f"not an agent id: {agent_id!r}", source="--agent-id")
+    imds_url = _imds_url(imds)
+    store, client = _redis(redis_url)
+    _logging(verbose)
+    if interval_s > AWS_RECOMMENDED_INTERVAL_S:
+        log.warning("--interval %.1f s: AWS recommends polling at least every %.0f s (the warning is two minutes)",
+                    interval_s, AWS_RECOMMENDED_INTERVAL_S)
+    from redis.exceptions import RedisError
+
+    try:
+        client.ping()
+    except RedisError as exc:  # it may come up later: notices are retried
+        log.warning("Redis at %s is not reachable now (%s); notices will be retried", redis_url or "$" + REDIS_ENV,
+                    exc)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    client_imds = ImdsClient(imds_url, token_ttl_s=int(ttl))
+    try:
+        outcome = AgentWatcher(client_imds, store, agent_id=agent_id, interval_s=interval_s, grace_s=grace_s).run(stop)
+        log.info("agent-watch: %s", outcome)
+    finally:
+        client_imds.close()
+        client.close()

@@ -1,0 +1,184 @@
+"""NoticeFollower: spot notices from Redis (`Store.read_notices`) into the Framework, on a thread.
+
+Every source of notices (`plastic agent-watch` on each spot machine, an SQS/EventBridge poller)
+publishes into the one ``notices`` stream, once per (kind, target) (`Store.publish_notice`).  The
+follower turns each entry into `Framework.notice(agent_id, kind, at)`:
+
+- target ``agent:<id>`` names a Mesos agent; ``instance:<i-...>`` an EC2 instance, mapped to the
+  agent whose ``instance_id`` attribute holds it (`Framework.agent_for`);
+- kind ``terminate`` carries ``terminate_at`` (epoch seconds; without one, AWS's two minutes from
+  when it was published are assumed); ``rebalance`` its ``notice_time``;
+- at start-up it reads the stream from the beginning and keeps, of what was published before,
+  only terminate notices whose deadline is still ahead and rebalance recommendations (agent ids
+  are never reused, so a recommendation for a live agent still holds); then it follows the end;
+- a target the Framework does not know (yet) is logged once and kept, retried whenever the
+  follower wakes, until its deadline has passed (rebalance: ``keep_unknown_s``);
+- each (kind, agent) is handed over once; the JobBook ignores repeats anyway;
+- Redis unreachable: logged (once per outage), retried with back-off; the follower never dies of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from plastic.store import Event, Store
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW_S = 120.0  # AWS's spot interruption warning
+KINDS = ("terminate", "rebalance")
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    kind: str
+    target: str
+    at: float  # terminate: the deadline; rebalance: when it was recommended (epoch seconds)
+    source: str
+    stream_id: str
+
+
+def parse(entry: Event, now: float) -> Notice | None:
+    """A stream entry as a Notice, or None (logged) when it is not one we can act on."""
+    f = entry.fields
+    kind, target = f.get("kind", ""), f.get("target", "")
+    if kind not in KINDS or ":" not in target:
+        log.warning("notice %s ignored: kind %r, target %r", entry.id, kind, target)
+        return None
+    published = _number(f.get("published_at")) or now
+    if kind == "terminate":
+        at = _number(f.get("terminate_at"))
+        if at is None:
+            at = published + DEFAULT_WINDOW_S
+            log.warning("terminate notice %s for %s has no terminate_at; assuming %.0f s after it was published",
+                        entry.id, target, DEFAULT_WINDOW_S)
+    else:
+        at = _number(f.get("notice_time")) or _number(f.get("noticed_at")) or published
+    return Notice(kind, target, at, f.get("source", "?"), entry.id)
+
+
+def _number(text: Any) -> float | None:
+    try:
+        return float(text) if text not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+class NoticeFollower:
+    """Follows the notices stream for one Framework (see the module docstring)."""
+
+    def __init__(self, store: Store, framework: Any, *, block_ms: int = 1000, keep_unknown_s: float = 600.0,
+                 grace_s: float = 5.0, wall_clock: Callable[[], float] = time.time):
+        self.store = store
+        self.framework = framework
+        self.block_ms = block_ms
+        self.keep_unknown_s = keep_unknown_s
+        self.grace_s = grace_s
+        self.wall_clock = wall_clock
+        self.last_id = "0-0"
+        self.caught_up = threading.Event()  # set once the stream's history is read
+        self.pending: dict[tuple[str, str], tuple[Notice, float]] = {}  # (kind, target) -> notice, keep until
+        self.delivered: set[tuple[str, str]] = set()  # (kind, agent id)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> NoticeFollower:
+        self._thread = threading.Thread(target=self._run, name="plastic-notices", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s if timeout_s is not None else self.block_ms / 1000 + 5)
+            if self._thread.is_alive():
+                log.warning("the notices thread did not stop within its timeout")
+
+    # ------------------------------------------------------------ the loop
+
+    def _run(self) -> None:
+        backoff = 0.0
+        outage_since: float | None = None
+        while not self._stop.is_set():
+            try:
+                if not self.caught_up.is_set():
+                    self._catch_up()
+                else:
+                    for entry in self.store.read_notices(self.last_id, count=100, block_ms=self.block_ms):
+                        self.last_id = entry.id
+                        self._take(entry, history=False)
+                self._retry_pending()
+                if outage_since is not None:
+                    log.info("notices: Redis is back after %.0f s", time.monotonic() - outage_since)
+                outage_since, backoff = None, 0.0
+            except RedisError as error:
+                if outage_since is None:
+                    outage_since = time.monotonic()
+                    log.warning("notices: cannot read the notices stream (%s); retrying", error)
+                backoff = min(max(backoff * 2, 0.5), 10.0)
+                self._stop.wait(backoff)
+            except Exception:  # the follower must survive anything
+                log.exception("notices: unexpected error; going on")
+                self._stop.wait(1.0)
+
+    def _catch_up(self) -> None:
+        """Everything published before now, keeping only what is still relevant."""
+        taken = 0
+        while not self._stop.is_set():
+            batch = self.store.read_notices(self.last_id, count=500)
+            for entry in batch:
+                self.last_id = entry.id
+                taken += self._take(entry, history=True)
+            if len(batch) < 500:
+                break
+        self.caught_up.set()
+        if taken:
+            log.info("notices: %d notice(s) published before start-up still apply", taken)
+
+    def _take(self, entry: Event, *, history: bool) -> int:
+        now = self.wall_clock()
+        notice = parse(entry, now)
+        if notice is None:
+            return 0
+        if history and notice.kind == "terminate" and notice.at <= now:
+            return 0  # that machine is gone already
+        key = (notice.kind, notice.target)
+        if not self._deliver(notice):
+            if key not in self.pending:
+                log.info("notices: %s notice for %s (from %s): no such agent here (yet); kept for a while",
+                         notice.kind, notice.target, notice.source)
+            keep = notice.at + self.grace_s if notice.kind == "terminate" else now + self.keep_unknown_s
+            self.pending[key] = (notice, keep)
+        return 1
+
+    def _deliver(self, notice: Notice) -> bool:
+        agent_id = self.framework.agent_for(notice.target)
+        if agent_id is None:
+            return False
+        if (notice.kind, agent_id) not in self.delivered:
+            self.delivered.add((notice.kind, agent_id))
+            log.info("notices: %s notice for agent %s (%s, from %s)%s", notice.kind, agent_id, notice.target,
+                     notice.source,
+                     f", {notice.at - self.wall_clock():.0f} s before its end" if notice.kind == "terminate" else "")
+            self.framework.notice(agent_id, notice.kind, notice.at)
+        return True
+
+    def _retry_pending(self) -> None:
+        if not self.pending:
+            return
+        now = self.wall_clock()
+        for key, (notice, keep_until) in list(self.pending.items()):
+            if self._deliver(notice):
+                del self.pending[key]
+            elif now > keep_until:
+                del self.pending[key]
+                log.info("notices: %s notice for %s dropped: no such agent showed up", notice.kind, notice.target)

@@ -1,0 +1,167 @@
+"""Spot notices from Redis into a real Framework + JobBook on a LocalCluster (plastic.framework.notices).
+
+A task runs on a spot agent; a terminate notice is published into the session's real Redis; the
+notices thread hands it to the Framework, whose JobBook kills the task (no runtime history: it
+cannot be known to fit the window) and relaunches it elsewhere, all unseen by the leader."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import pytest
+
+from plastic.core.lifecycle import TaskState
+from plastic.core.model import PREEMPTIBLE, Resources
+from plastic.framework.adapter import Framework, TaskSpec
+from plastic.framework.notices import NoticeFollower
+from plastic.local.testing import LocalCluster
+from plastic.store import Store
+
+SPEC = {"clusters": [
+    {"name": "core", "count": 1, "cpus": 2, "mem_mib": 2048, "preemptible": False},
+    {"name": "burst", "count": 2, "cpus": 1, "mem_mib": 1024, "preemptible": True},
+]}
+
+
+class Kinds:
+    """A Recorder keeping the records' kinds and fields in memory."""
+
+    def __init__(self):
+        self.records: list[tuple[str, dict]] = []
+
+    def record(self, kind: str, fields: Mapping[str, object]) -> None:
+        self.records.append((kind, dict(fields)))
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        pass
+
+    def of(self, kind: str) -> list[dict]:
+        return [f for k, f in self.records if k == kind]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as c:
+        yield c
+
+
+@pytest.fixture
+def framework(cluster):
+    ended: list = []
+    rec = Kinds()
+    fw = Framework(cluster.master_url, on_ended=ended.append, tick_s=0.5, recorders=[rec])
+    fw.start()
+    fw.test_ended, fw.test_records = ended, rec  # type: ignore[attr-defined]
+    yield fw
+    fw.stop(kill_tasks=True)
+
+
+def wait_until(what, timeout: float = 20.0, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = what()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(step)
+
+
+def running_on(fw: Framework, job_id: str, attempt: int) -> str | None:
+    with fw.lock:
+        job = fw.book.jobs[job_id]
+        ok = job.attempt == attempt and job.state is TaskState.RUNNING
+        return job.agent_id if ok else None
+
+
+def test_terminate_notice_kills_and_relaunches_elsewhere_once(cluster, framework, store: Store):
+    fw = framework
+    follower = NoticeFollower(store, fw, block_ms=200).start()
+    try:
+        fw.issue("1", TaskSpec("sleep 60", name="long"), Resources(1, 256), PREEMPTIBLE)
+        first = wait_until(lambda: running_on(fw, "1", 1))
+        assert fw.agents()[first].preemptible
+        instance = next(a.instance_id for a in cluster.agents if a.id == first)
+        target = f"agent:{first}"
+        t0 = time.monotonic()
+        ids = [store.publish_notice("terminate", target, {"terminate_at": time.time() + 20, "source": "test"})
+               for _ in range(50)]
+        assert sum(1 for i in ids if i) == 1  # the store keeps one
+        # the same interruption named by its instance id, from another source: the same agent, ignored
+        assert store.publish_notice("terminate", f"instance:{instance}",
+                                    {"terminate_at": time.time() + 20, "source": "sqs"})
+        second = wait_until(lambda: running_on(fw, "1", 2))
+        relaunch_s = time.monotonic() - t0
+        assert second != first
+        for _ in range(50):  # straight into the Framework, as a second follower would
+            fw.notice(first, "terminate", time.time() + 20)
+        rec = fw.test_records
+        assert len(rec.of("notice")) == 1 and len(rec.of("drain_kill")) == 1
+        assert len(rec.of("duplicate_notice")) == 50
+        (requeue,) = rec.of("requeue")
+        assert (requeue["cause"], requeue["counted_as"], requeue["agent_id"]) == ("notice_kill", "preempted", first)
+        notice = rec.of("notice")[0]
+        assert notice["jobs"] == ["1"] and 15 < notice["window_s"] <= 20.5
+        assert fw.test_ended == []  # the leader saw nothing: no failure, one job
+        assert list(fw.running()) == ["1"]
+        with fw.lock:
+            fw.book.validate()
+            assert first in fw.book.draining
+        print(f"notice -> relaunched and running: {relaunch_s:.2f} s")
+        assert relaunch_s < 10
+    finally:
+        follower.stop()
+
+
+def test_notices_from_before_start_up_that_still_apply(cluster, framework, store: Store):
+    fw = framework
+    core = next(a.id for a in cluster.agents if not a.preemptible)
+    burst = [a for a in cluster.agents if a.preemptible]
+    live = [a for a in burst if a.id in fw.agents()]
+    assert len(live) >= 1
+    now = time.time()
+    stale = store.publish_notice("terminate", f"agent:{core}", {"terminate_at": now - 5})
+    ahead = store.publish_notice("terminate", f"instance:{live[0].instance_id}", {"terminate_at": now + 60})
+    rebalance = store.publish_notice("rebalance", f"agent:{core}", {"notice_time": now - 30})
+    unknown = store.publish_notice("terminate", "agent:nobody-S9", {"terminate_at": now + 60})
+    assert stale and ahead and rebalance and unknown
+    follower = NoticeFollower(store, fw, block_ms=200).start()
+    try:
+        assert follower.caught_up.wait(10)
+        wait_until(lambda: live[0].id in fw.book.draining)
+        with fw.lock:
+            assert core not in fw.book.draining  # its deadline had passed before start-up
+            assert core in fw.book.rebalancing
+        assert list(follower.pending) == [("terminate", "agent:nobody-S9")]
+        # published after start-up: followed from the stream's end
+        store.publish_notice("rebalance", f"agent:{live[0].id}", {"notice_time": time.time()})
+        wait_until(lambda: live[0].id in fw.book.rebalancing, timeout=5)
+        status = fw.scheduling_status()
+        assert status is None or "starving" not in status
+    finally:
+        follower.stop()
+
+
+def test_batch_system_options_build_the_book():
+    from argparse import ArgumentParser, ArgumentTypeError
+    from types import SimpleNamespace
+
+    from toil.common import InconsistentConfigurationError
+
+    from plastic.framework.toil_batch import PlasticBatchSystem, seconds_or_off
+
+    parser = ArgumentParser()
+    PlasticBatchSystem.add_options(parser)
+    opts = parser.parse_args(["--plasticRebalance", "drain", "--plasticIdleAgentSeconds", "off",
+                              "--plasticStarvingSeconds", "90"])
+    book = PlasticBatchSystem._book(opts)
+    assert (book.rebalance, book.idle_agent_s, book.starving_s) == ("drain", None, 90.0)
+    defaults = PlasticBatchSystem._book(SimpleNamespace())  # Toil's Config drops options left at None
+    assert (defaults.rebalance, defaults.idle_agent_s, defaults.starving_s) == ("avoid-long", 300.0, 300.0)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--plasticRebalance", "sometimes"])
+    for bad in ("-1", "soon", "inf"):
+        with pytest.raises(ArgumentTypeError):
+            seconds_or_off(bad)
+    with pytest.raises(InconsistentConfigurationError, match="rebalance"):
+        PlasticBatchSystem._book(SimpleNamespace(plastic_rebalance="sometimes"))
