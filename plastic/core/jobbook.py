@@ -16,6 +16,11 @@ Spot notices (NoticeReceived): a terminate notice drains the agent (each task on
 the window if its runtime estimate fits with notice_margin_s, else it is killed and requeued); a
 rebalance recommendation keeps new work off the agent as `rebalance` says (ignore / avoid-long /
 drain).  On every Tick plastic.core.jobbook_health reports idle burst agents and starving jobs.
+
+Crash-resume (Resumed): the tasks of a previous leader incarnation are orphans
+(plastic.core.orphans): reconciled (explicitly for those the records know, implicitly for the
+rest), killed while they run, forgotten once they end.  Before Resumed, a status of an unknown
+task is only recorded.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from plastic.core.jobbook_messages import (
     Reconnected,
     Record,
     ReportUnplaceable,
+    Resumed,
     ReviveOffers,
     StatusReceived,
     SuppressOffers,
@@ -56,12 +62,13 @@ from plastic.core.jobbook_messages import (
 )
 from plastic.core.lifecycle import TaskState, check_transition
 from plastic.core.model import Preempt, Resources
+from plastic.core.orphans import Orphans, OrphanStep
 
 __all__ = [  # the book, plus every event and command (defined in jobbook_messages)
     "REBALANCE_MODES", "Acknowledge", "AgentLost", "AgentSeen", "Attempt", "Command", "DeclineOffers", "Event",
     "Job", "JobBook", "JobEnded", "JobIssued", "KillRequested", "KillTask", "LaunchTasks", "NoticeReceived",
     "OfferRescinded", "OffersReceived", "Outcome", "RebalanceMode", "Reconcile", "Reconnected", "Record",
-    "ReportUnplaceable", "ReviveOffers", "StatusReceived", "SuppressOffers", "TaskLaunch", "Tick", "exit_code_of",
+    "ReportUnplaceable", "Resumed", "ReviveOffers", "StatusReceived", "SuppressOffers", "TaskLaunch", "Tick", "exit_code_of",
     "split_task_id", "task_id_of"
 ]
 
@@ -201,6 +208,7 @@ class JobBook:
         self.last_busy: dict[str, float] = {}
         self.idle_agents: dict[str, float] = {}  # reported idle agent -> start of its idle period
         self.starving: dict[str, str] = {}  # reported starving job -> why no live agent can take it
+        self.orphans: Orphans | None = None  # after Resumed: the previous incarnation's tasks
 
     # ------------------------------------------------------------ queries
 
@@ -246,6 +254,8 @@ class JobBook:
                 self.suppressed = False  # a new subscription starts unsuppressed
                 out.append(Record("reconnected", {"live": len(self.live())}))
                 self._reconcile(now, out)
+            case Resumed():
+                self._resumed(event, now, out)
             case Tick():
                 self._tick(now, out)
             case _:
@@ -540,7 +550,32 @@ class JobBook:
         if tasks:
             out.append(Reconcile(tasks))
 
+    def _resumed(self, ev: Resumed, now: float, out: list[Command]) -> None:
+        if self.orphans is None:
+            self.orphans = Orphans(kill_retry_s=self.kill_retry_s)
+        for task_id, agent_id in ev.known:
+            self.orphans.expect(task_id, agent_id, now)
+        out.append(Record("resumed", {"known": [t for t, _ in ev.known]}))
+        if ev.known:
+            out.append(Reconcile(tuple(ev.known)))
+        out.append(Reconcile(()))  # implicit: every task the master holds for the framework
+
+    def _orphan_step(self, step: OrphanStep, out: list[Command]) -> None:
+        if step.action == "kill":
+            out.append(KillTask(step.task_id, step.agent_id))
+            out.append(Record("orphan_kill", {"task": step.task_id, "agent_id": step.agent_id, "state": step.state}))
+        elif step.action == "ended":
+            out.append(Record("orphan_ended", {"task": step.task_id, "agent_id": step.agent_id, "state": step.state}))
+        elif step.action == "unknown":
+            out.append(Record("orphan_unknown", {"task": step.task_id, "agent_id": step.agent_id}))
+
+    def orphans_left(self) -> int:
+        return 0 if self.orphans is None else len(self.orphans)
+
     def _tick(self, now: float, out: list[Command]) -> None:
+        if self.orphans is not None:
+            for step in self.orphans.tick(now):
+                self._orphan_step(step, out)
         for job in self.live():
             notice = self.draining.get(job.agent_id)
             if notice is not None and now >= notice.terminate_at:
@@ -568,7 +603,9 @@ class JobBook:
             self.seen_uuids.add(ev.uuid)
         parsed = split_task_id(ev.mesos_task_id)
         job = self.jobs.get(parsed[0]) if parsed else None
-        if job is None:
+        if job is None and self.orphans is not None:
+            self._orphan_step(self.orphans.status(ev.mesos_task_id, ev.state, ev.agent_id, now), out)
+        elif job is None:
             out.append(Record("unknown_task", {"task": ev.mesos_task_id, "state": ev.state}))
         elif parsed[1] != job.attempt or job.state not in LIVE:
             out.append(Record("stale_status", {"task": ev.mesos_task_id, "state": ev.state,

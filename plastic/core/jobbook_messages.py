@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from plastic.core.model import Preempt, Resources
-from plastic.core.placement import AgentInfo, Offer, ReviveOffers, SuppressOffers  # commands shared with placement
+from plastic.core.placement import (  # commands shared with placement
+    AgentInfo,
+    Offer,
+    ReviveOffers,
+    SuppressOffers,
+)
 
 # ------------------------------------------------------------------ events
 
@@ -85,12 +90,21 @@ class Reconnected:
 
 
 @dataclass(frozen=True, slots=True)
+class Resumed:
+    """A new leader incarnation took the framework over (plastic run --resume): ``known`` are the
+    (mesos_task_id, agent_id) of the tasks the run's records show live; every task no job of this
+    book owns is from now on an orphan (plastic.core.orphans), reconciled and killed."""
+
+    known: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     """Time passed (the adapter sends one every few seconds)."""
 
 
 Event = (JobIssued | KillRequested | OffersReceived | OfferRescinded | StatusReceived | AgentSeen
-         | AgentLost | NoticeReceived | Reconnected | Tick)
+         | AgentLost | NoticeReceived | Reconnected | Resumed | Tick)
 
 # ---------------------------------------------------------------- commands
 

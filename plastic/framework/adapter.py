@@ -58,6 +58,7 @@ from plastic.core.jobbook_messages import (
     Reconnected,
     Record,
     ReportUnplaceable,
+    Resumed,
     ReviveOffers,
     StatusReceived,
     SuppressOffers,
@@ -84,6 +85,7 @@ class TaskSpec:
     environment: Mapping[str, str] = field(default_factory=dict)
     name: str = ""
     step: str | None = None
+    job_store_id: str | None = None  # Toil's jobStoreID of the job (stable across leader restarts)
 
 
 # ------------------------------------------------------------------ pure conversions
@@ -181,6 +183,7 @@ class Framework(Scheduler):
         role: str | None = None,
         recorders: Sequence[Recorder] = (),
         record_flush_s: float = 10.0,
+        framework_id: str | None = None,
     ):
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)  # notified after every event
@@ -209,6 +212,8 @@ class Framework(Scheduler):
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         info: dict[str, Any] = {"name": name, "capabilities": []}
+        if framework_id:  # take over a framework of a previous incarnation (a failover)
+            info["id"] = {"value": framework_id}
         if role:
             info["roles"] = [role]
             info["capabilities"] = [{"type": "MULTI_ROLE"}]
@@ -291,6 +296,24 @@ class Framework(Scheduler):
                 if left <= 0:
                     return False
                 self.changed.wait(min(left, 1.0))
+
+    def resume(self, known: Iterable[tuple[str, str | None]]) -> None:
+        """A new leader incarnation: the previous one's tasks (``known`` from the run's records, the
+        rest from implicit reconciliation) become orphans, killed while they run."""
+        self.apply(Resumed(tuple(known)))
+
+    def wait_orphans(self, timeout_s: float, *, settle_s: float = 2.0) -> int:
+        """Wait until every orphan has ended (at least settle_s, for the implicit reconciliation's
+        answers to arrive; at most timeout_s).  Returns how many are left."""
+        start = time.monotonic()
+        deadline = start + timeout_s
+        with self.lock:
+            while True:
+                left = self.book.orphans_left()
+                now = time.monotonic()
+                if (left == 0 and now - start >= settle_s) or now >= deadline:
+                    return left
+                self.changed.wait(min(deadline - now, 0.25))
 
     def running(self) -> dict[str, float]:
         """Job id -> seconds since its current attempt started running."""
@@ -419,7 +442,8 @@ class Framework(Scheduler):
                         "environment": {"variables": [{"name": k, "value": str(v)}
                                                       for k, v in spec.environment.items()]}},
             "labels": {"labels": [{"key": "plastic_job", "value": task.job_id},
-                                  {"key": "plastic_attempt", "value": str(task.attempt)}]},
+                                  {"key": "plastic_attempt", "value": str(task.attempt)}]
+                       + ([{"key": "plastic_job_store_id", "value": spec.job_store_id}] if spec.job_store_id else [])},
         }
 
     def _record(self, kind: str, fields: Mapping[str, object]) -> None:
@@ -427,6 +451,8 @@ class Framework(Scheduler):
             spec = self.specs.get(str(fields.get("job_id")))
             if spec is not None:
                 fields = {**fields, "name": spec.name, "step": spec.step}
+                if spec.job_store_id:
+                    fields["job_store_id"] = spec.job_store_id
         elif kind == "agent":
             address = self.addresses.get(str(fields.get("agent_id")))
             if address:

@@ -15,6 +15,7 @@ Every record becomes an event on the run's stream (`Store.append_event(run, kind
 | notice (terminate) | agent -> DRAINING; fields notice_at, terminate_at (epoch seconds) |
 | agent_lost | agent -> GONE |
 | registered | the run's framework id |
+| orphan_ended, orphan_unknown | a task of a previous leader (plastic run --resume) -> FINISHED / FAILED / KILLED |
 
 A mirror of each task's and agent's state checks every move against plastic.core.lifecycle
 before it is queued: a move the table refuses is logged as an error and not written (the
@@ -171,6 +172,8 @@ class StoreRecorder:
         spec = {"name": f.get("name"), "tool": f.get("tool"), "step": f.get("step"), "vcpus": f.get("vcpus"),
                 "ram_mib": f.get("ram_mib"), "preempt": preempt_json(f.get("preempt")),
                 "instance_type": f.get("instance_type") or None}
+        if f.get("job_store_id"):
+            spec["job_store_id"] = str(f["job_store_id"])
         self.tasks[job_id] = _Task(TaskState.QUEUED, _text(f.get("tool")))
         return [Write(f"task {job_id} added", "add_tasks", (self.run_id, {job_id: spec}))]
 
@@ -281,6 +284,21 @@ class StoreRecorder:
         if f.get("duplicate"):
             return []
         return self._move_agent(str(f["agent_id"]), AgentState.GONE, "agent lost")
+
+    def _orphan(self, task: str, state: TaskState, why: str) -> list[Write]:
+        parsed = split_task_id(task)
+        if parsed is None or parsed[0] in self.tasks:
+            return []
+        return [Write(f"task {parsed[0]} of a previous leader -> {state} ({why})", "transition_task",
+                      (self.run_id, parsed[0], state), {"fields": {"outcome": why}})]
+
+    def _on_orphan_ended(self, f: Mapping[str, Any], now: float) -> list[Write]:
+        state = {"TASK_FINISHED": TaskState.FINISHED, "TASK_FAILED": TaskState.FAILED,
+                 "TASK_ERROR": TaskState.FAILED}.get(str(f.get("state")), TaskState.KILLED)
+        return self._orphan(str(f.get("task") or ""), state, f"orphan {str(f.get('state')).lower()}")
+
+    def _on_orphan_unknown(self, f: Mapping[str, Any], now: float) -> list[Write]:
+        return self._orphan(str(f.get("task") or ""), TaskState.KILLED, "orphan unknown to the master")
 
     def _on_registered(self, f: Mapping[str, Any], now: float) -> list[Write]:
         framework_id = f.get("framework_id")

@@ -21,6 +21,14 @@ docs/design/toil-batch-system.md for the contract this class signs.
   --plasticRebalance says what a rebalance recommendation does (ignore / avoid-long / drain);
   --plasticIdleAgentSeconds and --plasticStarvingSeconds set when an idle burst agent or a job no
   live agent can hold is reported (records idle_agent / starving, and the scheduling status).
+- Crash-resume (`plastic run --resume`: toil-cwl-runner --restart on the same job store and run):
+  every leader of a run is an incarnation (counted in Redis); incarnation k numbers its batch jobs
+  from (k-1) * JOB_ID_STRIDE, so task records and Mesos task ids never collide across leaders.
+  From the second incarnation on, the batch system subscribes with the run's framework id (a
+  failover: the old leader needs --plasticFailoverTimeout), marks the old leader's queued tasks
+  KILLED, and hands the old live tasks to the JobBook as orphans (Resumed): reconciled, killed
+  while they run; it waits (bounded, ORPHAN_WAIT_S) until none is left before Toil reads its job
+  store, so no job's work can be committed twice.  Each task records its Toil jobStoreID.
 - Configuration errors (no master, bad policy file, Redis unreachable, bad run id) are raised as
   Toil's InconsistentConfigurationError, which toil-cwl-runner prints as one line (exit 1); a bad
   --plasticPolicy given on the command line is already refused by the argument parser (exit 2).
@@ -68,6 +76,9 @@ REBALANCE_ENV = "PLASTIC_REBALANCE"
 DEFAULT_IDLE_AGENT_S = 300.0
 DEFAULT_STARVING_S = 300.0
 KILL_WAIT_S = 30.0
+JOB_ID_STRIDE = 1_000_000
+ORPHAN_WAIT_S = 60.0
+LIVE_RECORDS = ("LAUNCHING", "STARTING", "RUNNING", "KILLING")
 RECORD_FLUSH_S = 10.0
 
 _REASONS = {
@@ -203,12 +214,22 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.policy = self._load_policy(config)
         book = self._book(config)
         self.run: RunHandle | None = self._open_run(config)
+        self.incarnation = 0
+        framework_id: str | None = None
+        orphans: list[tuple[str, str | None]] = []
         try:
+            if self.run is not None:
+                self.incarnation = self.run.store.next_incarnation(self.run.run_id)
+                if self.incarnation > 1:
+                    framework_id, orphans = self._previous_incarnation(self.run)
             super().__init__(config, maxCores, maxMemory, maxDisk)
         except BaseException:
             if self.run is not None:
                 self.run.close()
             raise
+        if self.incarnation > 1:
+            with self.localBatch.jobIndexLock:
+                self.localBatch.jobIndex = max(self.localBatch.jobIndex, (self.incarnation - 1) * JOB_ID_STRIDE)
         self.runtimes = RuntimeEstimates(self.run.store if self.run is not None else None)
         book.runtime_estimate = self.runtimes.estimate
         recorders: list[Recorder] = [self.runtimes]
@@ -227,8 +248,18 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
                                        failover_timeout_s=failover, on_ended=self._ended,
                                        record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
-                                       record_flush_s=RECORD_FLUSH_S, book=book)
+                                       record_flush_s=RECORD_FLUSH_S, book=book,
+                                       framework_id=framework_id if failover else None)
             self.framework.start()
+            if self.incarnation > 1:
+                log.info("plastic: leader incarnation %d of run %s (framework %s); %d task(s) of the previous "
+                         "leader recorded live", self.incarnation, self.run_id, self.framework.framework_id,
+                         len(orphans))
+                self.framework.resume(orphans)
+                left = self.framework.wait_orphans(ORPHAN_WAIT_S)
+                if left:
+                    log.warning("plastic: %d task(s) of the previous leader still not ended after %.0f s",
+                                left, ORPHAN_WAIT_S)
             if self.run is not None:
                 self.notices = NoticeFollower(self.run.store, self.framework).start()
         except BaseException:
@@ -282,6 +313,27 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         except PlasticError as error:
             raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
 
+    @staticmethod
+    def _previous_incarnation(run: RunHandle) -> tuple[str | None, list[tuple[str, str | None]]]:
+        """The framework id to take over and the (mesos task id, agent id) of the tasks the previous
+        leaders left live; their queued tasks (never launched) are marked KILLED."""
+        store, run_id = run.store, run.run_id
+        live: list[tuple[str, str | None]] = []
+        for state in ("QUEUED", *LIVE_RECORDS):
+            ids = store.tasks_in_state(run_id, state)
+            for task in store.get_tasks(run_id, sorted(ids)):
+                if state == "QUEUED":
+                    try:
+                        store.transition_task(run_id, task.id, "KILLED", expected="QUEUED",
+                                              fields={"outcome": "leader_restarted"})
+                    except PlasticError as error:
+                        log.warning("plastic: task %s of the previous leader: %s", task.id, error)
+                    continue
+                mesos_task = task.fields.get("mesos_task")
+                if mesos_task:
+                    live.append((mesos_task, task.agent))
+        return store.load_framework_id(run_id), live
+
     @property
     def run_id(self) -> str | None:
         return self.run.run_id if self.run is not None else None
@@ -324,7 +376,9 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                          self.policy)
         with self.state_lock:
             self.issued.add(job_id)
-        self.framework.issue(str(job_id), TaskSpec(command, env, str(name), step=policy.step),
+        store_id = getattr(job_desc, "jobStoreID", None)
+        self.framework.issue(str(job_id), TaskSpec(command, env, str(name), step=policy.step,
+                                                   job_store_id=None if store_id is None else str(store_id)),
                              demand_of(job_desc.cores, job_desc.memory), policy.preempt,
                              instance_type=policy.instance_type, tool=policy.tool)
         return job_id

@@ -138,11 +138,15 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
 @click.option("--state-file", type=click.Path(dir_okay=False))
 @click.option("--parent-pid", type=int, help="Stop when this process dies.")
 @click.option("--remove-workdir", is_flag=True, help="Delete the workdir on exit (a throw-away one).")
+@click.option("--lease-file", type=click.Path(dir_okay=False),
+              help="Stop when this file is gone or not touched for --lease-seconds.")
+@click.option("--lease-seconds", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
 def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | None, port: int,
               workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
               interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
               update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
-              launcher_threads: int, state_file: str | None, parent_pid: int | None, remove_workdir: bool) -> None:
+              launcher_threads: int, state_file: str | None, parent_pid: int | None, remove_workdir: bool,
+              lease_file: str | None, lease_seconds: float) -> None:
     """Serve a cluster in this process (used by --detach and by plastic.local.testing)."""
     import asyncio
 
@@ -153,7 +157,8 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
                        interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
                        replace_after_seconds, launcher_threads)
     asyncio.run(serve(spec, options, state_file=Path(state_file) if state_file else None, parent_pid=parent_pid,
-                      remove_workdir=remove_workdir))
+                      remove_workdir=remove_workdir, lease_file=Path(lease_file) if lease_file else None,
+                      lease_seconds=lease_seconds if lease_file else None))
 
 
 # ==================================================================== client commands

@@ -2,8 +2,11 @@
 
 The serving process writes a state file (pid, master URL, agents with their
 ids and IMDS URLs) once the master answers, and removes it on a clean exit.
-It stops on SIGTERM/SIGINT, on POST /plastic/shutdown, and, given
-`--parent-pid`, when that process dies (so a test run cannot leave it behind).
+It stops on SIGTERM/SIGINT, on POST /plastic/shutdown, given
+`--parent-pid`, when that process dies (so a test run cannot leave it behind), and, given
+`--lease-file F --lease-seconds N`, when F has not been touched (its mtime) for N seconds, or is
+gone: an owner that may be restarted (`plastic run --resume`) keeps the cluster alive by touching
+F, and a cluster whose owner is gone for good stops by itself.
 Every task process carries PLASTIC_LOCAL_CLUSTER_ID in its environment, which
 lets `down` sweep up anything left if the server itself had to be SIGKILLed.
 """
@@ -106,8 +109,35 @@ def kill_hard(pid: int) -> None:
 
 
 # ==================================================================== serving
+def lease_expired(lease_file: Path, lease_seconds: float, now: float | None = None) -> bool:
+    """True when the lease file is gone or was last touched more than lease_seconds ago."""
+    try:
+        touched = lease_file.stat().st_mtime
+    except OSError:
+        return True
+    return (time.time() if now is None else now) - touched > lease_seconds
+
+
+def touch_lease(lease_file: Path) -> None:
+    """Renew a lease (create the file if needed)."""
+    lease_file.parent.mkdir(parents=True, exist_ok=True)
+    lease_file.touch()
+    os.utime(lease_file)
+
+
+async def _watch_lease(lease_file: Path, lease_seconds: float, on_expired: Any) -> None:
+    every = max(0.05, min(1.0, lease_seconds / 4))
+    while True:
+        await asyncio.sleep(every)
+        if lease_expired(lease_file, lease_seconds):
+            log.warning("lease %s not renewed for %.1f s: stopping", lease_file, lease_seconds)
+            on_expired()
+            return
+
+
 async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid: int | None,
-                on_ready: Any = None, remove_workdir: bool = False) -> None:
+                on_ready: Any = None, remove_workdir: bool = False, lease_file: Path | None = None,
+                lease_seconds: float | None = None) -> None:
     """Run the cluster until asked to stop."""
     from plastic.local.cluster import Cluster
 
@@ -123,6 +153,9 @@ async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid:
             loop.add_reader(pidfd, cluster.request_shutdown)
         except OSError:
             cluster.request_shutdown()
+    lease_task = None
+    if lease_file is not None and lease_seconds:
+        lease_task = asyncio.ensure_future(_watch_lease(Path(lease_file), lease_seconds, cluster.request_shutdown))
     assert options.workdir is not None
     path = state_file or Path(options.workdir) / STATE_FILE
     status = cluster.status()
@@ -139,6 +172,8 @@ async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid:
         await cluster.shutdown_requested.wait()
     finally:
         log.info("stopping the local cluster at %s", cluster.master_url)
+        if lease_task is not None:
+            lease_task.cancel()
         if pidfd is not None:
             loop.remove_reader(pidfd)
             os.close(pidfd)
@@ -159,7 +194,8 @@ async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid:
 def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None, state_file: str | None,
                heartbeat: float, ping_timeout: float, interrupt_rate: float | None, notice: float,
                seed: int | None, update_retry: float, kill_grace: float, parent_pid: int | None,
-               replace_after: float | None = None, remove_workdir: bool = False, verbose: int = 0) -> list[str]:
+               replace_after: float | None = None, remove_workdir: bool = False, verbose: int = 0,
+               lease_file: str | None = None, lease_seconds: float | None = None) -> list[str]:
     """The command line of a serving child process."""
     args = [sys.executable, "-m", "plastic.local"]
     args += ["-v"] * verbose
@@ -180,6 +216,8 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
         args += ["--remove-workdir"]
     if parent_pid:
         args += ["--parent-pid", str(parent_pid)]
+    if lease_file and lease_seconds:
+        args += ["--lease-file", lease_file, "--lease-seconds", repr(lease_seconds)]
     return args
 
 

@@ -35,6 +35,11 @@ JSON, YAML text, or a plastic.local.config.ClusterSpec.  The child runs
 test process (it stops by itself if that dies), and is stopped with
 SIGTERM (then SIGKILL of its process group and of any task left) by `stop()`.
 
+With `lease_file=F, lease_seconds=N` the child does not watch its parent: it stops by itself when
+F is not touched (`touch_lease()`) for N seconds, so it outlives an owner that is killed and
+restarted within N seconds (`plastic run --resume`).  `LocalCluster.attach(workdir)` takes over
+such a running cluster from its state file; its `stop()` stops it like the original owner would.
+
 Defaults are those of a real master except where tests need speed: pass
 `agent_ping_timeout_seconds=1.0` to see agent losses after one second, and
 `heartbeat_seconds` to see HEARTBEAT events more often.
@@ -84,7 +89,8 @@ class LocalCluster:
                  update_retry_seconds: float = 10.0, kill_grace_seconds: float = 3.0,
                  replace_after_seconds: float | None = None,
                  workdir: str | os.PathLike[str] | None = None, start_timeout: float = 30.0,
-                 verbose: int = 0):
+                 verbose: int = 0, lease_file: str | os.PathLike[str] | None = None,
+                 lease_seconds: float | None = None):
         self.spec: ClusterSpec = coerce_spec(spec_or_yaml)
         self.heartbeat_seconds = heartbeat_seconds
         self.agent_ping_timeout_seconds = agent_ping_timeout_seconds
@@ -97,6 +103,8 @@ class LocalCluster:
         self.start_timeout = start_timeout
         self.verbose = verbose
         self.workdir = Path(workdir) if workdir is not None else None
+        self.lease_file = Path(lease_file) if lease_file is not None else None
+        self.lease_seconds = lease_seconds if lease_file is not None else None
         self.master_url: str = ""
         self.port: int = 0
         self.pid: int | None = None
@@ -105,11 +113,45 @@ class LocalCluster:
         self.master_restarts = 0
         self._proc: Any = None
         self._tmp: tempfile.TemporaryDirectory | None = None
+        self._attached = False  # taken over with attach(): a process that is not our child
+
+    @classmethod
+    def attach(cls, workdir: str | os.PathLike[str], *, lease_file: str | os.PathLike[str] | None = None,
+               lease_seconds: float | None = None, timeout: float = 5.0) -> LocalCluster:
+        """Take over a cluster already serving from `workdir` (started by another process, e.g. a
+        `plastic run` that was killed).  Raises RuntimeError when none answers there."""
+        wd = Path(workdir)
+        doc = sup.read_state(wd / sup.STATE_FILE)
+        if doc is None or not sup.pid_alive(int(doc.get("pid") or 0)):
+            raise RuntimeError(f"no local cluster runs from {wd}")
+        try:
+            if httpx.get(doc["master_url"] + "/version", timeout=timeout).status_code != 200:
+                raise RuntimeError(f"the local cluster at {doc['master_url']} does not answer")
+        except httpx.HTTPError as exc:
+            raise RuntimeError(f"the local cluster at {doc['master_url']} does not answer ({exc})") from None
+        spec = ClusterSpec.from_json((wd / "spec.json").read_text())
+        self = cls(spec, workdir=wd, lease_file=lease_file, lease_seconds=lease_seconds)
+        self._attached = True
+        self.pid = int(doc["pid"])
+        self.master_url = doc["master_url"]
+        self.port = int(doc["port"])
+        self.cluster_id = doc["cluster_id"]
+        self.agents = [_agent_info(a) for a in doc["agents"]]
+        if self.lease_file is not None:
+            self.touch_lease()
+        return self
+
+    def touch_lease(self) -> None:
+        """Renew the lease (with lease_file): the cluster lives lease_seconds more."""
+        if self.lease_file is not None:
+            sup.touch_lease(self.lease_file)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> Self:
-        if self._proc is not None:
+        if self._proc is not None or self._attached:
             return self
+        if self.lease_file is not None:
+            self.touch_lease()
         if self.workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="plastic-local-", dir=sup.scratch_dir(),
                                                     ignore_cleanup_errors=True)
@@ -136,8 +178,11 @@ class LocalCluster:
                               ping_timeout=self.agent_ping_timeout_seconds, interrupt_rate=self.interrupt_rate,
                               notice=self.interrupt_notice_seconds, seed=seed,
                               update_retry=self.update_retry_seconds, kill_grace=self.kill_grace_seconds,
-                              replace_after=self.replace_after_seconds, parent_pid=os.getpid(),
-                              remove_workdir=self._tmp is not None, verbose=self.verbose)
+                              replace_after=self.replace_after_seconds,
+                              parent_pid=None if self.lease_file is not None else os.getpid(),
+                              remove_workdir=self._tmp is not None, verbose=self.verbose,
+                              lease_file=None if self.lease_file is None else str(self.lease_file),
+                              lease_seconds=self.lease_seconds)
         deadline = time.monotonic() + self.start_timeout
         while True:
             try:
@@ -220,12 +265,19 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 log.warning("the local cluster (pid %d) is still there after SIGKILL", self._proc.pid)
             self._proc = None
+        if self._attached and self.pid is not None:
+            sup.terminate(self.pid, self.cluster_id, timeout=10.0, master_url=self.master_url)
+            self._attached = False
+        if self.lease_file is not None:
+            self.lease_file.unlink(missing_ok=True)
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
 
     @property
     def running(self) -> bool:
+        if self._attached:
+            return self.pid is not None and sup.pid_alive(self.pid)
         return self._proc is not None and self._proc.poll() is None
 
     def __enter__(self) -> Self:

@@ -12,6 +12,15 @@ plastic.core.report.  Files of a run live in its run directory:
     toil.log (the Toil leader's stderr)  outputs.json  report.json  redis/ (embedded server, AOF)
     watch/AGENT.log (the spot-notice watchers' logs)
 
+Crash-resume: the local cluster runs under a lease (run_dir/cluster.lease, renewed at every poll,
+LEASE_S) instead of watching this process, and its workdir is in run_dir/cluster.json; Toil's
+leader gets SIGKILL (not SIGTERM) when `plastic run` dies, so it dies like a crash: no batch-system
+shutdown kills its tasks, and the framework stays registered for FAILOVER_S.  What a resume needs
+is in run_dir/run.json.  `resume(run_dir)` (plastic run --resume RUN_DIR) brings the embedded Redis
+back from its AOF, re-attaches to the cluster (or starts a new one if it is gone), restarts the
+watchers and runs `toil-cwl-runner --restart` on the same job store and run id; the batch system
+takes the framework over and kills the old leader's tasks (plastic.core.orphans).
+
 On a local cluster every spot agent gets its `plastic agent-watch` (python -m plastic.watch) on
 the agent's emulated IMDS, publishing notices into the run's Redis, where the batch system's
 notices thread picks them up; the watchers die with the run (SIGTERM at the end, and the kernel's
@@ -40,7 +49,7 @@ from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
 from plastic.core.report import AgentSpan, RunReport, build_report
 from plastic.fileio import write_atomically
-from plastic.procs import die_with_parent
+from plastic.procs import die_with_parent, pid_alive
 from plastic.run.events import EventFollower
 from plastic.run.toil_command import build_invocation
 
@@ -50,6 +59,37 @@ POLL_S = 0.5
 STOP_GRACE_S = 15.0
 WATCH_INTERVAL_S = 2.0
 WATCH_STOP_S = 5.0
+LEASE_S = 60.0
+FAILOVER_S = 300.0
+RUN_FILE = "run.json"
+CLUSTER_FILE = "cluster.json"
+LEASE_FILE = "cluster.lease"
+
+
+def _die_with_parent_hard() -> Callable[[], None] | None:
+    """A preexec_fn: SIGKILL the child when its parent dies (Toil's leader must die like a crash, not
+    shut its batch system down and kill every task)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+def jobstore_initialized(job_store: Path) -> bool:
+    """True when Toil got as far as saving the workflow's root job (a --restart can go on from it)."""
+    return (job_store / "shared" / "rootJobStoreID").is_file()
 
 
 @dataclass
@@ -259,6 +299,14 @@ def execute(request: RunRequest, display: Display | None = None,
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     write_atomically(run_dir / "plan.json", json.dumps(plan_to_json(plan), indent=2) + "\n")
+    write_atomically(run_dir / RUN_FILE, json.dumps({
+        "run_id": run_id, "workflow": str(request.workflow.resolve()),
+        "job": None if request.job is None else str(request.job.resolve()), "outdir": str(request.outdir.resolve()),
+        "master": request.master, "redis_url": request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None,
+        "report_path": None if request.report_path is None else str(request.report_path.resolve()),
+        "catalog_path": request.catalog_path, "max_agents": request.max_agents,
+        "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
+        "toil_args": list(request.toil_args)}, indent=2) + "\n")
     notes: list[str] = []
     cleanups: list[Callable[[], None]] = []
     try:
@@ -285,40 +333,79 @@ def execute(request: RunRequest, display: Display | None = None,
         elif existing.state is not RunState.SUBMITTED:
             raise InputError(f"run {run_id} is already {existing.state}", source="--run-id")
         store.transition_run(run_id, RunState.PLANNING, expected=RunState.SUBMITTED, fields=fields)
-        local_agents: list[Any] = []
-        if request.master:
-            master = request.master
-        else:
-            from plastic.local.testing import LocalCluster
+        master, local_agents, lease = _cluster(request, plan, run_dir, redis_url, notes, display, cleanups)
+        store.transition_run(run_id, RunState.RUNNING, fields={"master": master})
+        return _run_toil(request, plan, lowered, run_dir, run_id, store, master, redis_url, local_agents, lease,
+                         notes, display, on_started, restart=False)
+    finally:
+        for stop in reversed(cleanups):
+            try:
+                stop()
+            except Exception:
+                log.exception("stopping a part of the run failed")
 
-            cpus, ram = machine_size()
-            shape = local_shape(plan.nodes, machine_vcpus=cpus, machine_ram_mib=ram, max_agents=request.max_agents)
-            notes.extend(shape.notes)
-            cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_seconds=5.0,
-                                   interrupt_rate=request.interrupt_rate,
-                                   interrupt_notice_seconds=request.notice_seconds, seed=request.seed)
-            cluster.start()
-            cleanups.append(cluster.stop)
-            master = cluster.master_url
-            local_agents = list(cluster.agents)
-            watchers = start_watchers(local_agents, redis_url, run_dir / "watch")
-            cleanups.append(lambda: stop_watchers(watchers))
-            if watchers:
-                display.note(f"{len(watchers)} spot-notice watcher(s) on the spot agents' IMDS")
-            display.note(f"local cluster at {master}: " + ", ".join(
-                f"{c} x{sum(1 for a in local_agents if a.cluster == c)}"
-                for c in dict.fromkeys(a.cluster for a in local_agents)))
-        for text in notes:
-            display.note(text)
+
+def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str], display: Display,
+             cleanups: list[Callable[[], None]], *, attach: bool = False) -> tuple[str, list[Any], Any]:
+    """The Mesos master to use: --master, or a local cluster shaped like the plan under a lease (with
+    attach: the one a killed `plastic run` left, if it still serves), with its spot-notice watchers."""
+    if request.master:
+        return request.master, [], None
+    from plastic.local.testing import LocalCluster
+
+    cluster = None
+    lease = run_dir / LEASE_FILE
+    if attach:
+        try:
+            doc = json.loads((run_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
+            cluster = LocalCluster.attach(doc["workdir"], lease_file=lease, lease_seconds=LEASE_S)
+            display.note(f"re-attached to the local cluster at {cluster.master_url}")
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            display.note(f"the run's local cluster is gone ({exc}); starting a new one")
+            cluster = None
+    if cluster is None:
+        cpus, ram = machine_size()
+        shape = local_shape(plan.nodes, machine_vcpus=cpus, machine_ram_mib=ram, max_agents=request.max_agents)
+        notes.extend(shape.notes)
+        cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_seconds=5.0,
+                               interrupt_rate=request.interrupt_rate,
+                               interrupt_notice_seconds=request.notice_seconds, seed=request.seed,
+                               lease_file=lease, lease_seconds=LEASE_S)
+        cluster.start()
+        write_atomically(run_dir / CLUSTER_FILE, json.dumps({"workdir": str(cluster.workdir), "pid": cluster.pid,
+                                                             "master_url": cluster.master_url}) + "\n")
+    cleanups.append(cluster.stop)
+    master = cluster.master_url
+    local_agents = list(cluster.agents)
+    watchers = start_watchers(local_agents, redis_url, run_dir / "watch")
+    cleanups.append(lambda: stop_watchers(watchers))
+    if watchers:
+        display.note(f"{len(watchers)} spot-notice watcher(s) on the spot agents' IMDS")
+    display.note(f"local cluster at {master}: " + ", ".join(
+        f"{c} x{sum(1 for a in local_agents if a.cluster == c)}"
+        for c in dict.fromkeys(a.cluster for a in local_agents)))
+    return master, local_agents, cluster
+
+
+def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_id: str, store: Any, master: str,
+              redis_url: str, local_agents: list[Any], lease: Any, notes: list[str], display: Display,
+              on_started: Callable[[str, Path], None] | None, *, restart: bool) -> RunResult:
+    """Toil's leader (fresh, or --restart on the run's job store) until it ends; outputs, report, run state."""
+    for text in notes:
+        display.note(text)
+    cleanups: list[Callable[[], None]] = []
+    try:
         request.outdir.mkdir(parents=True, exist_ok=True)
+        extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}"]
+        if restart:
+            extra.append("--restart")
         inv = build_invocation(workflow=Path(lowered.workflow_path), job=request.job and request.job.resolve(),
                                outdir=request.outdir.resolve(), run_dir=run_dir, master=master,
                                redis_url=redis_url, run_id=run_id, policy_path=Path(lowered.policy_path),
-                               policy=lowered.policy, extra=request.toil_args)
+                               policy=lowered.policy, extra=(*extra, *request.toil_args))
         notes.extend(inv.notes)
         for text in inv.notes:
             display.note(text)
-        store.transition_run(run_id, RunState.RUNNING, fields={"master": master})
         if on_started is not None:
             on_started(run_id, run_dir)
         started = time.time()
@@ -328,7 +415,8 @@ def execute(request: RunRequest, display: Display | None = None,
         log_path = run_dir / "toil.log"
         with open(log_path, "ab") as toil_log:
             proc = subprocess.Popen(inv.argv, env=inv.env, stdout=subprocess.PIPE, stderr=toil_log,
-                                    stdin=subprocess.DEVNULL, cwd=run_dir, preexec_fn=die_with_parent())  # noqa: PLW1509
+                                    stdin=subprocess.DEVNULL, cwd=run_dir,
+                                    preexec_fn=_die_with_parent_hard())  # noqa: PLW1509
             cleanups.append(lambda: _stop_process(proc))
             display.start(progress, len(plan.tasks))
             cancelled = False
@@ -339,6 +427,8 @@ def execute(request: RunRequest, display: Display | None = None,
                 reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
                 reader.start()
                 while proc.poll() is None:
+                    if lease is not None:
+                        lease.touch_lease()
                     for ev in follower.poll(block_ms=int(POLL_S * 1000)):
                         events.append(ev)
                         progress.apply(ev)
@@ -380,6 +470,71 @@ def execute(request: RunRequest, display: Display | None = None,
         if cancelled:
             result.exit_code = 130
         return result
+    finally:
+        for stop in reversed(cleanups):
+            try:
+                stop()
+            except Exception:
+                log.exception("stopping a part of the run failed")
+
+
+def resume(run_dir: Path, redis_url: str | None = None, display: Display | None = None,
+           on_started: Callable[[str, Path], None] | None = None) -> RunResult:
+    """Go on with a run whose `plastic run` was killed (see the module docstring)."""
+    from plastic.cwl.lower import lower_workflow
+    from plastic.store import Store, connect, start_embedded
+
+    display = display or Display()
+    run_dir = run_dir.resolve()
+    try:
+        saved = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+        run_id = str(saved["run_id"])
+    except (OSError, ValueError, KeyError):
+        raise InputError(f"not the directory of a plastic run (no readable {RUN_FILE})", source=str(run_dir)) from None
+    request = RunRequest(workflow=Path(saved["workflow"]), job=Path(saved["job"]) if saved.get("job") else None,
+                         outdir=Path(saved["outdir"]), master=saved.get("master"),
+                         redis_url=redis_url or saved.get("redis_url"),
+                         report_path=Path(saved["report_path"]) if saved.get("report_path") else None,
+                         run_dir=run_dir, run_id=run_id, catalog_path=saved.get("catalog_path"),
+                         max_agents=int(saved.get("max_agents") or 8), interrupt_rate=saved.get("interrupt_rate"),
+                         notice_seconds=float(saved.get("notice_seconds") or 120.0), seed=saved.get("seed"),
+                         toil_args=tuple(saved.get("toil_args") or ()))
+    cleanups: list[Callable[[], None]] = []
+    try:
+        if request.redis_url:
+            client, close = connect(request.redis_url, None)
+            cleanups.append(close)
+            url = request.redis_url
+        else:
+            server = start_embedded(run_dir / "redis")
+            cleanups.append(server.stop)
+            url = server.url
+            client = server.client()
+            cleanups.append(client.close)
+        store = Store(client)
+        record = store.get_run(run_id)
+        if record is None:
+            raise InputError(f"run {run_id} is not in Redis at {url}", source=str(run_dir))
+        pid = int(record.fields.get("pid") or 0) if hasattr(record, "fields") else 0
+        if pid and pid != os.getpid() and pid_alive(pid):
+            raise InputError(f"run {run_id} is still running (pid {pid})", source=str(run_dir))
+        if record.state is not RunState.RUNNING:
+            raise InputError(f"run {run_id} is {record.state}: nothing to resume", source=str(run_dir))
+        store.client.hset(store.keys.run(run_id), "pid", os.getpid())
+        plan = plan_from_json(json.loads((run_dir / "plan.json").read_text(encoding="utf-8")),
+                              source=str(run_dir / "plan.json"))
+        lowered = lower_workflow(str(request.workflow), str(run_dir / "workflow"),
+                                 job_path=None if request.job is None else str(request.job))
+        notes: list[str] = []
+        master, local_agents, lease = _cluster(request, plan, run_dir, url, notes, display, cleanups, attach=True)
+        job_store = run_dir / "jobstore"
+        restart = jobstore_initialized(job_store)
+        if not restart and job_store.exists():
+            shutil.rmtree(job_store)  # Toil died before its workflow was saved: start it again
+        display.note(f"resuming run {run_id}: " + ("toil-cwl-runner --restart on its job store" if restart
+                                                    else "Toil had saved nothing yet; starting it again"))
+        return _run_toil(request, plan, lowered, run_dir, run_id, store, master, url, local_agents, lease,
+                         notes, display, on_started, restart=restart)
     finally:
         for stop in reversed(cleanups):
             try:

@@ -78,6 +78,9 @@ class Keys:
     def framework_id(self, run_id: str) -> str:
         return f"{self.run(run_id)}:framework"
 
+    def incarnation(self, run_id: str) -> str:
+        return f"{self.run(run_id)}:incarnation"
+
     def events(self, run_id: str | None) -> str:
         """The run's event stream; with None the stream of events that belong to no run."""
         return f"{self.prefix}events" if run_id is None else f"{self.run(run_id)}:events"

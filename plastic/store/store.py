@@ -160,6 +160,14 @@ class Store:
     def load_framework_id(self, run_id: str) -> str | None:
         return self.client.get(self.keys.framework_id(run_id))
 
+    def next_incarnation(self, run_id: str) -> int:
+        """Count one more Toil leader of the run (1 for the first); atomic."""
+        return int(self.client.incr(self.keys.incarnation(run_id)))
+
+    def incarnation(self, run_id: str) -> int:
+        """How many Toil leaders the run has had (0: none yet)."""
+        return int(self.client.get(self.keys.incarnation(run_id)) or 0)
+
     # ------------------------------------------------------------------ tasks
 
     def add_tasks(

@@ -112,6 +112,13 @@ def test_framework_id(store):
     assert store.load_framework_id("r1") == "fw-2"
 
 
+def test_incarnations(store):
+    store.create_run("r1")
+    assert store.incarnation("r1") == 0
+    assert [store.next_incarnation("r1") for _ in range(3)] == [1, 2, 3]
+    assert store.incarnation("r1") == 3
+
+
 def test_create_run_and_submission_in_one_transaction(store):
     pipe = store.pipeline()
     run_id = store.create_run(pipeline=pipe)
