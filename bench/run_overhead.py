@@ -9,8 +9,12 @@ batch system plus Toil's own per-job work.  Measured, same machine, same session
 * ``plastic``: ``toil-cwl-runner --batchSystem plastic --plasticMaster URL`` on a local cluster
   whose agents hold exactly this machine's cores (one on-demand agent, the rest spot), with
   ``--plasticRedis`` recording every decision in a real Redis server;
-* ``plastic run`` (informational): the whole user command, which also plans, lowers, starts the
-  cluster shaped like the plan and Redis, and writes the report.
+* ``plastic run --master URL`` (informational): the whole user command on the same cluster, which
+  also plans, lowers, starts Redis and agent watchers, and writes the report.
+
+The baseline and the batch system run the same lowered workflow (`plastic lower`: the scatter's
+`plastic:Plasticity` becomes ResourceRequirement + arv:UsePreemptible), so both see the same
+cores, memory and preemptibility.
 
 Printed per system: wall time of the whole command, wall time per task, and the ratio to
 single_machine (target: plastic <= 1.1x).
@@ -69,29 +73,37 @@ def _timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> float:
     return wall
 
 
-def run_single_machine(tmp: Path, job: Path, i: int) -> float:
+def lower(tmp: Path) -> tuple[Path, Path]:
+    from plastic.cwl.lower import lower_workflow
+
+    lowered = lower_workflow(str(WORKFLOW), str(tmp / "lowered"))
+    return Path(lowered.workflow_path), Path(lowered.policy_path)
+
+
+def run_single_machine(tmp: Path, job: Path, i: int, workflow: Path) -> float:
     work = tmp / f"sm-{i}"
     work.mkdir()
     cmd = [str(BIN / "toil-cwl-runner"), "--batchSystem", "single_machine", "--no-container",
            "--jobStore", f"file:{work / 'js'}", "--outdir", str(work / "out"), "--clean", "always",
-           str(WORKFLOW), str(job)]
+           str(workflow), str(job)]
     return _timed(cmd, work, _env(), work / "toil.log")
 
 
-def run_plastic(tmp: Path, job: Path, i: int, master: str, redis_url: str) -> float:
+def run_plastic(tmp: Path, job: Path, i: int, workflow: Path, policy: Path, master: str, redis_url: str) -> float:
     work = tmp / f"pl-{i}"
     work.mkdir()
     cmd = [str(BIN / "toil-cwl-runner"), "--batchSystem", "plastic", "--plasticMaster", master,
-           "--plasticRedis", redis_url, "--no-container", "--jobStore", f"file:{work / 'js'}",
-           "--outdir", str(work / "out"), "--clean", "always", str(WORKFLOW), str(job)]
+           "--plasticRedis", redis_url, "--plasticPolicy", str(policy), "--no-container",
+           "--jobStore", f"file:{work / 'js'}", "--outdir", str(work / "out"), "--clean", "always",
+           str(workflow), str(job)]
     return _timed(cmd, work, _env(), work / "toil.log")
 
 
-def run_plastic_run(tmp: Path, job: Path, i: int) -> float:
+def run_plastic_run(tmp: Path, job: Path, i: int, master: str) -> float:
     work = tmp / f"pr-{i}"
     work.mkdir()
     cmd = [sys.executable, "-m", "plastic", "run", str(WORKFLOW), str(job), "--outdir", str(work / "out"),
-           "--run-dir", str(work / "run"), "--quiet"]
+           "--run-dir", str(work / "run"), "--master", master, "--quiet"]
     return _timed(cmd, work, _env(), work / "plastic.log")
 
 
@@ -110,17 +122,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="plastic-overhead-") as tmp_name:
         tmp = Path(tmp_name)
         job = _job_file(tmp, args.tasks)
+        workflow, policy = lower(tmp)
         server = start_embedded(tmp / "redis")
         try:
             with LocalCluster(spec) as cluster:
                 for i in range(args.rounds):
-                    walls["single_machine"].append(run_single_machine(tmp, job, i))
-                    walls["plastic"].append(run_plastic(tmp, job, i, cluster.master_url, server.url))
-                    print(f"round {i + 1}: single_machine {walls['single_machine'][-1]:.1f} s, "
-                          f"plastic {walls['plastic'][-1]:.1f} s", flush=True)
-            if not args.no_plastic_run:
-                for i in range(args.rounds):
-                    walls["plastic run"].append(run_plastic_run(tmp, job, i))
+                    walls["single_machine"].append(run_single_machine(tmp, job, i, workflow))
+                    walls["plastic"].append(run_plastic(tmp, job, i, workflow, policy, cluster.master_url,
+                                                        server.url))
+                    line = (f"round {i + 1}: single_machine {walls['single_machine'][-1]:.1f} s, "
+                            f"plastic {walls['plastic'][-1]:.1f} s")
+                    if not args.no_plastic_run:
+                        walls["plastic run"].append(run_plastic_run(tmp, job, i, cluster.master_url))
+                        line += f", plastic run {walls['plastic run'][-1]:.1f} s"
+                    print(line, flush=True)
         finally:
             server.stop()
             shutil.rmtree(tmp, ignore_errors=True)
