@@ -41,6 +41,7 @@ from plastic.core.jobbook_messages import (
     DeclineOffers,
     Event,
     JobEnded,
+    JobGone,
     JobIssued,
     KillRequested,
     KillTask,
@@ -66,7 +67,7 @@ from plastic.core.orphans import Orphans, OrphanStep
 
 __all__ = [  # the book, plus every event and command (defined in jobbook_messages)
     "REBALANCE_MODES", "Acknowledge", "AgentLost", "AgentSeen", "Attempt", "Command", "DeclineOffers", "Event",
-    "Job", "JobBook", "JobEnded", "JobIssued", "KillRequested", "KillTask", "LaunchTasks", "NoticeReceived",
+    "Job", "JobBook", "JobEnded", "JobGone", "JobIssued", "KillRequested", "KillTask", "LaunchTasks", "NoticeReceived",
     "OfferRescinded", "OffersReceived", "Outcome", "RebalanceMode", "Reconcile", "Reconnected", "Record",
     "ReportUnplaceable", "Resumed", "ReviveOffers", "StatusReceived", "SuppressOffers", "TaskLaunch", "Tick", "exit_code_of",
     "split_task_id", "task_id_of"
@@ -256,6 +257,8 @@ class JobBook:
                 self._reconcile(now, out)
             case Resumed():
                 self._resumed(event, now, out)
+            case JobGone():
+                self._job_gone(event, now, out)
             case Tick():
                 self._tick(now, out)
             case _:
@@ -343,6 +346,17 @@ class JobBook:
                                              "budget": job.preempt.max_preemptions}))
 
     # ------------------------------------------------------------ event handlers
+
+    def _job_gone(self, ev: JobGone, now: float, out: list[Command]) -> None:
+        """A requeued job whose earlier attempt committed its work before dying: it ends as finished
+        instead of running again (a new attempt would only wait for a job the store no longer has)."""
+        job = self.jobs.get(ev.job_id)
+        if job is None or job.state is not S.QUEUED or job.attempt < 2:
+            out.append(Record("job_gone_ignored", {"job_id": ev.job_id,
+                                                   "state": None if job is None else str(job.state)}))
+            return
+        self._end(job, S.FINISHED, "finished", 0, now, out, reason="done_by_earlier_attempt",
+                  message="the job store holds the work of an earlier attempt")
 
     def _issued(self, ev: JobIssued, now: float, out: list[Command]) -> None:
         if ev.job_id in self.jobs:

@@ -99,12 +99,20 @@ class Resumed:
 
 
 @dataclass(frozen=True, slots=True)
+class JobGone:
+    """The job's work is already in the job store: an attempt killed or lost on its way out had
+    committed it (the shell checks the job store when a job is requeued)."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     """Time passed (the adapter sends one every few seconds)."""
 
 
 Event = (JobIssued | KillRequested | OffersReceived | OfferRescinded | StatusReceived | AgentSeen
-         | AgentLost | NoticeReceived | Reconnected | Resumed | Tick)
+         | AgentLost | NoticeReceived | Reconnected | Resumed | JobGone | Tick)
 
 # ---------------------------------------------------------------- commands
 

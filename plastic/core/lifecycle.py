@@ -54,7 +54,7 @@ class RunState(StrEnum):
 
 _T = TaskState
 TASK_TRANSITIONS: Mapping[TaskState, frozenset[TaskState]] = {
-    _T.QUEUED: frozenset({_T.LAUNCHING, _T.KILLED}),
+    _T.QUEUED: frozenset({_T.LAUNCHING, _T.KILLED, _T.FINISHED}),  # FINISHED: done by an earlier attempt
     _T.LAUNCHING: frozenset({_T.STARTING, _T.RUNNING, _T.FINISHED, _T.FAILED, _T.KILLING, _T.KILLED, _T.LOST}),
     _T.STARTING: frozenset({_T.RUNNING, _T.FINISHED, _T.FAILED, _T.KILLING, _T.KILLED, _T.LOST}),
     _T.RUNNING: frozenset({_T.FINISHED, _T.FAILED, _T.KILLING, _T.KILLED, _T.LOST}),

@@ -46,6 +46,7 @@ from plastic.core.jobbook_messages import (
     DeclineOffers,
     Event,
     JobEnded,
+    JobGone,
     JobIssued,
     KillRequested,
     KillTask,
@@ -184,8 +185,12 @@ class Framework(Scheduler):
         recorders: Sequence[Recorder] = (),
         record_flush_s: float = 10.0,
         framework_id: str | None = None,
+        job_gone: Callable[[str], bool] | None = None,
     ):
         self.lock = threading.RLock()
+        # Asked, under the lock, about every requeued job: True when the job store already holds its
+        # work (an attempt committed it before it was killed or lost), so it must not run again.
+        self.job_gone = job_gone
         self.changed = threading.Condition(self.lock)  # notified after every event
         self.book = book if book is not None else JobBook()
         self.clock = clock
@@ -272,6 +277,18 @@ class Framework(Scheduler):
                     self._execute(command)
                 except Exception:
                     log.exception("could not carry out %r", command)
+            if self.job_gone is not None:
+                # Still under the lock: no offer can launch a requeued job before this check.
+                for command in commands:
+                    if isinstance(command, Record) and command.kind == "requeue":
+                        job_id = str(command.fields.get("job_id"))
+                        try:
+                            gone = self.job_gone(job_id)
+                        except Exception:
+                            log.exception("job %s: could not ask the job store", job_id)
+                            gone = False
+                        if gone:
+                            commands = commands + self.apply(JobGone(job_id))
             self.changed.notify_all()
         return commands
 

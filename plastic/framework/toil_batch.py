@@ -244,12 +244,14 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.ignored_nodes: set[str] = set()
         self._stopping = threading.Event()
         self.notices: NoticeFollower | None = None
+        self._job_store: Any = None
         try:
             self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
                                        failover_timeout_s=failover, on_ended=self._ended,
                                        record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
                                        record_flush_s=RECORD_FLUSH_S, book=book,
-                                       framework_id=framework_id if failover else None)
+                                       framework_id=framework_id if failover else None,
+                                       job_gone=self._job_gone)
             self.framework.start()
             if self.incarnation > 1:
                 log.info("plastic: leader incarnation %d of run %s (framework %s); %d task(s) of the previous "
@@ -382,6 +384,21 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                              demand_of(job_desc.cores, job_desc.memory), policy.preempt,
                              instance_type=policy.instance_type, tool=policy.tool)
         return job_id
+
+    def _job_gone(self, job_id: str) -> bool:
+        """True when the job store no longer has the job: an attempt killed or lost on its way out had
+        already committed it (the Toil leader makes the same check when a batch system reports a
+        failure).  Called by the Framework, under its lock, for every requeued job."""
+        spec = self.framework.specs.get(job_id) if getattr(self, "framework", None) is not None else None
+        store_id = getattr(spec, "job_store_id", None)
+        locator = getattr(self.config, "jobStore", None)
+        if not store_id or not locator:
+            return False
+        if self._job_store is None:
+            from toil.common import Toil
+
+            self._job_store = Toil.getJobStore(locator)
+        return not self._job_store.job_exists(store_id)
 
     def killBatchJobs(self, jobIDs: list[int]) -> None:
         with self.state_lock:

@@ -1,0 +1,272 @@
+"""Chaos during a real `plastic run` of 51 Toil jobs (50 scattered spot tasks + a reliable merge).
+
+1. random interruptions of burst agents (`--interrupt-rate`, seeded) -> right outputs, counts agree;
+2. every burst agent interrupted at once -> the rest runs on the core node;
+3. a burst agent killed without notice -> its tasks come back through the master's loss reports;
+4. a flood of duplicate notices for one agent -> acted on once.
+(3 and 4 share one run, on two different burst agents, to keep the suite short.)
+
+The plan (conftest): one on-demand c5.large (core, 2 vCPUs) and three spot m5.large (burst, 2 vCPUs
+each); the local cluster has one agent per node and reports lost agents after 5 s.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from tests.chaos.conftest import ITEMS, N_TASKS
+from tests.chaos.harness import ChaosRun, Result, plastic_env
+
+pytest.importorskip("toil")
+
+pytestmark = [pytest.mark.chaos, pytest.mark.toil_e2e]
+
+NOTICE_S = 5
+# With --seed 108 and 1 interruption per agent-minute the local master draws these delays (from its
+# start) for the three burst agents: 127 s, 29 s and 19 s, so two of them go while tasks run.  The
+# test does not rely on the exact values, only on at least one interruption landing during the run.
+SEED, RATE = 108, 1.0
+INTERRUPT_ALL_AFTER = 32  # finished tasks before every burst agent is interrupted (the rest runs on 2 vCPUs)
+
+
+def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
+    run = ChaosRun(tmp_path, chaos_job, chaos_plan, "--interrupt-rate", str(RATE), "--notice-seconds",
+                   str(NOTICE_S), "--seed", str(SEED))
+    scheduled: dict[str, float] = {}  # agent -> when its interruption was scheduled (IMDS shows it)
+    try:
+        run.master  # noqa: B018 (waits for the cluster)
+        while run.proc.poll() is None and time.monotonic() < run.deadline:
+            try:
+                for i in run.status()["interruptions"]:
+                    if i["notice_time"]:
+                        scheduled.setdefault(i["agent_id"], i["notice_time"] - NOTICE_S)
+            except httpx.HTTPError:
+                break  # the run is stopping its cluster
+            time.sleep(0.25)
+        res = run.finish()
+    finally:
+        run.stop()
+    res.check_outputs(ITEMS)
+    phantoms = res.check_books(N_TASKS)
+    r = res.report
+    noticed = {d["agent_id"] for d in res.of("notice", notice_kind="terminate")}
+    assert noticed, f"no interruption landed during the run: {scheduled}"
+    assert noticed <= set(scheduled), (noticed, scheduled)
+    for agent in noticed:  # the run's own watcher saw it and published it once
+        log = res.watch_log(agent)
+        assert log.count("published the terminate notice") == 1, log
+        assert res.cluster_of(agent) == "burst"
+    # each interruption scheduled well before the end was noticed in time (2 s polling, 5 s window)
+    for agent, at in scheduled.items():
+        if at < r["ended_at"] - NOTICE_S:
+            (n,) = res.of("notice", agent_id=agent)
+            assert 0 < n["window_s"] <= NOTICE_S and n["t"] - at < 5.0, (n, at)
+    # what was killed at a notice was on a noticed agent, requeued once, and counted as a preemption
+    for kill in res.of("drain_kill"):
+        assert kill["agent_id"] in noticed
+        assert [q["cause"] for q in res.of("requeue", job_id=kill["job_id"], agent_id=kill["agent_id"])] == \
+            ["notice_kill"], kill
+    assert all(q["agent_id"] in noticed | res.lost_spot_agents() for q in res.of("requeue"))
+    assert r["drain_kills"] >= 1 and r["preemptions"] == r["requeues"] >= r["drain_kills"], r
+    burst = res.cluster_figures()["burst"]
+    assert burst["agents_lost"] == len(res.lost_spot_agents()) <= len(scheduled), (burst, scheduled)
+    assert res.cluster_figures()["core"]["agents_lost"] == 0
+    res.assert_no_relaunched_finished_jobs(phantoms)
+
+
+def test_every_burst_agent_interrupted(tmp_path, chaos_job, chaos_plan):
+    run = ChaosRun(tmp_path, chaos_job, chaos_plan)
+    try:
+        # once a dozen tasks are done and the burst agents are busy, interrupt the whole burst cluster
+        run.wait_for("most tasks finished", lambda: run.finished_count() >= INTERRUPT_ALL_AFTER)
+        run.wait_for("a busy burst agent", run.busy_spot_agent)
+        hit = run.interrupt(cluster="burst", notice_seconds=NOTICE_S)
+        interrupted_at = time.time()
+        burst_agents = {i["agent_id"] for i in hit}
+        res = run.finish()
+    finally:
+        run.stop()
+    res.check_outputs(ITEMS)
+    phantoms = res.check_books(N_TASKS)
+    r = res.report
+    assert burst_agents == {a for a, d in res.agents.items() if d["cluster"] == "burst"}
+    notices = res.of("notice", notice_kind="terminate")
+    assert {n["agent_id"] for n in notices} == burst_agents and r["notices"] == len(burst_agents), r
+    assert res.lost_spot_agents() == burst_agents
+    assert res.cluster_figures()["burst"]["agents_lost"] == len(burst_agents)
+    assert r["drain_kills"] >= 1 and r["requeues"] >= r["drain_kills"]
+    # once the framework knew of the last notice, everything was placed on, and finished on, the core
+    last_notice = max(n["t"] for n in notices)
+    later = [p for p in res.of("placed") if p["t"] > last_notice]
+    assert later, "nothing was left to run after the notices"
+    assert {res.cluster_of(p["agent_id"]) for p in later} == {"core"}
+    done_late = [e for e in res.of("ended", outcome="finished") if e["t"] > interrupted_at + NOTICE_S]
+    assert done_late and {res.cluster_of(e["agent_id"]) for e in done_late} == {"core"}
+    # the requeued jobs went to the core node and finished there
+    for q in res.of("requeue"):
+        if q["job_id"] in phantoms:
+            continue
+        (end,) = res.of("ended", job_id=q["job_id"], outcome="finished")
+        assert res.cluster_of(end["agent_id"]) == "core", (q, end)
+    res.assert_no_relaunched_finished_jobs(phantoms)
+
+
+@dataclass
+class KillAndFlood:
+    """One run, two troubles on two burst agents: `killed` dies without notice; `flooded` gets a real
+    interruption (its run's watcher sees it) and 100 duplicates of its notice at the same time."""
+
+    res: Result
+    killed: str
+    killed_at: float
+    running_on_killed: set[str]
+    flooded: str
+    target: str
+    instance: str
+    published: list[tuple[str, str | None]]  # (target, stream id or None) of each publish_notice call
+    extra_watch_logs: list[str]
+    stream: list  # the run's event stream (RunEvent)
+    notices: list  # the notices stream
+
+
+@pytest.fixture(scope="module")
+def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
+    from plastic.run.events import EventFollower
+    from plastic.store import Store, start_embedded
+
+    tmp = tmp_path_factory.mktemp("kill-and-flood")
+    server = start_embedded(tmp / "redis")  # the run's Redis, given with --redis, so the test can read it
+    client = server.client()
+    store = Store(client)
+    run = ChaosRun(tmp, chaos_job, chaos_plan, "--redis", server.url)
+    watchers: list[subprocess.Popen] = []
+    published: list[tuple[str, str | None]] = []
+    try:
+        run.wait_for("a few finished tasks", lambda: run.finished_count() >= 8)
+        killed = run.wait_for("a busy burst agent", run.busy_spot_agent)
+        running_on_killed = {d["job_id"] for d in run.decisions() if d["kind"] == "running"
+                             and d["agent_id"] == killed}
+        run.kill_agent(killed)
+        killed_at = time.time()
+        flooded = run.wait_for("another busy burst agent", lambda: run.busy_spot_agent(exclude={killed}))
+        agent = next(a for a in run.status()["agents"] if a["id"] == flooded)
+        target, instance = f"agent:{flooded}", f"instance:{agent['instance_id']}"
+        (sched,) = run.interrupt(agent_id=flooded, notice_seconds=12)
+        fields = {"terminate_at": sched["notice_time"], "action": "terminate", "source": "chaos",
+                  "instance_id": agent["instance_id"], "agent_id": flooded}
+        lock = threading.Lock()
+
+        def publish(tgt: str, n: int) -> None:  # a second source, a restarted watcher, SQS redelivery...
+            for _ in range(n):
+                sid = store.publish_notice("terminate", tgt, fields)
+                with lock:
+                    published.append((tgt, sid))
+
+        def raw(n: int) -> None:  # a publisher that ignores the publish-once marker: straight into the stream
+            for _ in range(n):
+                client.xadd(store.keys.notices(), {"kind": "terminate", "target": target, "source": "raw",
+                                                   "terminate_at": str(sched["notice_time"]),
+                                                   "published_at": str(time.time())})
+
+        # three more agent-watch processes on the same IMDS (two name the agent, one the instance)
+        for named in (["--agent-id", flooded], ["--agent-id", flooded], []):
+            watchers.append(subprocess.Popen(
+                [sys.executable, "-m", "plastic.watch", "-v", "--redis", server.url, "--imds", agent["imds_url"],
+                 "--interval", "0.5", "--grace", "1", *named],
+                env=plastic_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        threads = [threading.Thread(target=publish, args=(target, 20)) for _ in range(2)]
+        threads += [threading.Thread(target=publish, args=(instance, 15)) for _ in range(2)]
+        threads += [threading.Thread(target=raw, args=(30,))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        res = run.finish()
+        (record,) = store.list_runs()
+        stream = EventFollower(store, record.id).poll()
+        notices = store.read_notices()
+    finally:
+        run.stop()
+        for w in watchers:
+            if w.poll() is None:
+                w.terminate()
+        logs = []
+        for w in watchers:
+            try:
+                logs.append(w.communicate(timeout=10)[0])
+            except subprocess.TimeoutExpired:
+                w.kill()
+                logs.append(w.communicate()[0])
+        client.close()
+        server.stop()
+    return KillAndFlood(res, killed, killed_at, running_on_killed, flooded, target, instance, published, logs,
+                        stream, notices)
+
+
+def test_burst_agent_killed_without_notice(kill_and_flood):
+    k = kill_and_flood
+    res = k.res
+    res.check_outputs(ITEMS)
+    phantoms = res.check_books(N_TASKS)
+    assert not res.of("notice", agent_id=k.killed) and not res.of("drain_kill", agent_id=k.killed)
+    assert res.lost_spot_agents() >= {k.killed}
+    (lost,) = [d for d in res.of("agent_lost", agent_id=k.killed) if not d.get("duplicate")]
+    requeued = res.of("requeue", agent_id=k.killed)
+    assert requeued and all(q["counted_as"] == "preempted" and q["cause"] != "notice_kill" for q in requeued)
+    # its tasks came back through the master's loss report (5 s agent ping timeout), not before, not long after
+    assert {q["job_id"] for q in requeued} <= k.running_on_killed | {
+        d["job_id"] for d in res.of("placed", agent_id=k.killed)}
+    assert all(3.0 < q["t"] - k.killed_at < 15.0 for q in requeued), requeued
+    assert lost["t"] >= k.killed_at
+    # the report: every requeue of the run is on one of the two agents, all counted as preemptions
+    r = res.report
+    assert {q["agent_id"] for q in res.of("requeue")} <= {k.killed, k.flooded}
+    assert r["requeues"] == r["preemptions"] == len(requeued) + len(res.of("requeue", agent_id=k.flooded))
+    res.assert_no_relaunched_finished_jobs(phantoms)
+
+
+def test_flood_of_duplicate_notices_is_handled_once(kill_and_flood):
+    """100 copies of one interruption, from every way a duplicate can come: the same notice published
+    again (a second source, a restarted watcher), the same instance named by its EC2 id, raw stream
+    entries that skipped the publish-once marker, and extra agent-watch processes on the agent's IMDS."""
+    k = kill_and_flood
+    res = k.res
+    assert len(k.published) == 70
+    res.check_outputs(ITEMS)
+    phantoms = res.check_books(N_TASKS)
+    r = res.report
+    # exactly one notice for the agent in the run's stream (and its decisions), acted on once; any
+    # duplicate that got past the notices thread is recorded as such
+    in_stream = [e for e in k.stream if e.kind == "notice"]
+    assert [(e.fields["agent_id"], e.fields["notice_kind"]) for e in in_stream] == [(k.flooded, "terminate")]
+    assert [n["agent_id"] for n in res.of("notice")] == [k.flooded] and r["notices"] == 1, r
+    dups = [e for e in k.stream if e.kind == "duplicate_notice"]
+    assert all(e.fields["agent_id"] == k.flooded for e in dups) and len(dups) == len(res.of("duplicate_notice"))
+    kills = res.of("drain_kill")
+    assert r["drain_kills"] == len(kills) == len({d["task"] for d in kills})
+    assert all(d["agent_id"] == k.flooded for d in kills)
+    # the publish-once marker let one notice per target through: the agent's and the instance's
+    run_watch = res.watch_log(k.flooded)
+    from_run_watcher = run_watch.count("published the terminate notice")
+    from_extra = sum(log.count(f"published the terminate notice for {k.target}") for log in k.extra_watch_logs)
+    assert sum(1 for tgt, sid in k.published if tgt == k.target and sid) + from_run_watcher + from_extra == 1, \
+        (k.published, run_watch, k.extra_watch_logs)
+    mine_instance = sum(1 for tgt, sid in k.published if tgt == k.instance and sid)
+    extra_instance = sum(log.count(f"published the terminate notice for {k.instance}") for log in k.extra_watch_logs)
+    assert mine_instance + extra_instance == 1, (k.published, k.extra_watch_logs)
+    for log in k.extra_watch_logs:
+        assert "spot interruption notice" in log, log
+    # the notices stream: one entry per target through the marker, plus the 30 raw ones
+    by_source = Counter((e.fields.get("target"), e.fields.get("source")) for e in k.notices)
+    assert by_source[(k.target, "raw")] == 30, by_source
+    assert sum(c for (tgt, src), c in by_source.items() if tgt == k.target and src != "raw") == 1, by_source
+    assert sum(c for (tgt, _), c in by_source.items() if tgt == k.instance) == 1, by_source
+    res.assert_no_relaunched_finished_jobs(phantoms)
