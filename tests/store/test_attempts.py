@@ -56,7 +56,7 @@ def test_outcomes_round_trip(store, run_id, attempt):
 def test_a_refused_transition_records_no_attempt(store, run_id):
     store.add_tasks(run_id, {"t1": {}})
     with pytest.raises(TransitionError):
-        store.transition_task(run_id, "t1", T.FINISHED, attempt=Attempt(1, Outcome.FINISHED))
+        store.transition_task(run_id, "t1", T.RUNNING, attempt=Attempt(1, Outcome.FINISHED))
     assert store.attempts(run_id, "t1") == []
 
 
