@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
 import os
 import platform
 import statistics
@@ -36,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import cpu_model, percentile
 from plastic.local.testing import LocalCluster
 from plastic.mesos import MesosSchedulerDriver, Scheduler
 
@@ -44,14 +44,6 @@ TARGET_LAUNCHES_PER_S = 200.0
 
 def _scalar(offer: dict[str, Any], name: str) -> float:
     return sum(r["scalar"]["value"] for r in offer.get("resources", []) if r["name"] == name and r.get("type") == "SCALAR")
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
-    return ordered[k]
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -65,15 +57,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _machine() -> str:
-    model = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.node()}: {os.cpu_count()} cpus ({model}), Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    return f"{platform.node()}: {os.cpu_count()} cpus ({cpu_model()}), Python {platform.python_version()}, {platform.system()} {platform.release()}"
 
 
 class BenchScheduler(Scheduler):
@@ -188,8 +172,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "wall_s": round(wall, 3),
         "tasks_per_s_end_to_end": round(sched.finished / wall, 1) if wall > 0 else None,
         "launches_per_s": round(launched / launch_window, 1) if launch_window and launch_window > 0 else None,
-        "offer_to_launch_p50_ms": round(_percentile(sched.latencies, 50) * 1000, 2),
-        "offer_to_launch_p99_ms": round(_percentile(sched.latencies, 99) * 1000, 2),
+        "offer_to_launch_p50_ms": round(percentile(sched.latencies, 50) * 1000, 2),
+        "offer_to_launch_p99_ms": round(percentile(sched.latencies, 99) * 1000, 2),
         "offer_to_launch_mean_ms": round(statistics.fmean(sched.latencies) * 1000, 2) if sched.latencies else None,
         "accept_calls": sched.accept_calls,
         "acknowledge_calls": sched.ack_calls,

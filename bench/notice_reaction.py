@@ -34,9 +34,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
-import os
-import platform
 import random
 import subprocess
 import sys
@@ -50,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import machine, percentile
 from plastic.core.jobbook import JobBook
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
@@ -103,27 +101,6 @@ class Round:
         return {"total": self.running - self.origin, "origin->published": self.published - self.origin,
                 "published->killed": self.killed - self.published, "killed->running": self.running - self.killed,
                 "published->decided": (self.decided or self.killed) - self.published}
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest rank (the value at or below which q% of the sample lies)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))]
-
-
-def machine() -> str:
-    model = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{cores} cores ({model}), Python {platform.python_version()}, {platform.system()} {platform.release()}"
 
 
 class Bench:

@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from bench.common import machine  # noqa: E402
 
 DEFAULT_TRACE = REPO.parent / "shared" / "data" / "wfinstances" / "montage-chameleon-2mass-01d-001.json"
 WORKFLOWS = REPO / "bench" / "workflows"
@@ -158,19 +159,6 @@ def run(label: str, wf: Path, plan_path: Path, tmp: Path, sink_ids: list[str], *
     print(f"  {label}: rc {rc}, {wall:.0f} s" + ("" if rc == 0 else f"\n{stderr[-1500:]}"), file=sys.stderr,
           flush=True)
     return row
-
-
-def machine() -> str:
-    model = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{cores} cores ({model}), Python {platform.python_version()}, {platform.system()} {platform.release()}"
 
 
 def completed(row: dict[str, Any]) -> bool:

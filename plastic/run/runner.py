@@ -338,11 +338,7 @@ def execute(request: RunRequest, display: Display | None = None,
         return _run_toil(request, plan, lowered, run_dir, run_id, store, master, redis_url, local_agents, lease,
                          notes, display, on_started, restart=False)
     finally:
-        for stop in reversed(cleanups):
-            try:
-                stop()
-            except Exception:
-                log.exception("stopping a part of the run failed")
+        _stop_all(cleanups)
 
 
 def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str], display: Display,
@@ -471,11 +467,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             result.exit_code = 130
         return result
     finally:
-        for stop in reversed(cleanups):
-            try:
-                stop()
-            except Exception:
-                log.exception("stopping a part of the run failed")
+        _stop_all(cleanups)
 
 
 def resume(run_dir: Path, redis_url: str | None = None, display: Display | None = None,
@@ -536,11 +528,16 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         return _run_toil(request, plan, lowered, run_dir, run_id, store, master, url, local_agents, lease,
                          notes, display, on_started, restart=restart)
     finally:
-        for stop in reversed(cleanups):
-            try:
-                stop()
-            except Exception:
-                log.exception("stopping a part of the run failed")
+        _stop_all(cleanups)
+
+
+def _stop_all(cleanups: list[Callable[[], None]]) -> None:
+    """Stop what a run started, newest first; one part failing to stop does not keep the others up."""
+    for stop in reversed(cleanups):
+        try:
+            stop()
+        except Exception:
+            log.exception("stopping a part of the run failed")
 
 
 def failure(result: RunResult) -> RunFailedError:

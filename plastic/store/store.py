@@ -390,13 +390,7 @@ class Store:
 
         With ``block_ms`` wait up to that long for an event when there is none yet (0 waits forever);
         follow a stream by passing the last id read as the next ``since``."""
-        reply = self.client.xread({self.keys.events(run_id): since}, count=count, block=block_ms)
-        if not reply:
-            return []
-        entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
-        if isinstance(entries, list) and entries and isinstance(entries[0], list) and len(entries) == 1:
-            entries = entries[0]  # RESP3 wraps the entries once more
-        return [Event.from_entry(entry_id, raw) for entry_id, raw in entries]
+        return self._read_stream(self.keys.events(run_id), since, count, block_ms)
 
     # ------------------------------------------------------------------ runtime history
 
@@ -459,15 +453,19 @@ class Store:
     def read_notices(self, since: str = "0-0", *, count: int | None = None,
                      block_ms: int | None = None) -> list[Event]:
         """Notices after stream id ``since`` (``"$"``: only new ones), waiting up to ``block_ms``."""
-        reply = self.client.xread({self.keys.notices(): since}, count=count, block=block_ms)
+        return self._read_stream(self.keys.notices(), since, count, block_ms)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _read_stream(self, key: str, since: str, count: int | None, block_ms: int | None) -> list[Event]:
+        """XREAD of one stream after ``since``, as Events (RESP2 and RESP3 replies alike)."""
+        reply = self.client.xread({key: since}, count=count, block=block_ms)
         if not reply:
             return []
         entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
         if isinstance(entries, list) and entries and isinstance(entries[0], list) and len(entries) == 1:
-            entries = entries[0]
+            entries = entries[0]  # RESP3 wraps the entries once more
         return [Event.from_entry(entry_id, raw) for entry_id, raw in entries]
-
-    # ------------------------------------------------------------------ helpers
 
     def _hashes(self, keys: Sequence[str], decode) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)

@@ -1,0 +1,32 @@
+"""Small pieces the benchmarks share: the machine line they print and a nearest-rank percentile."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+from pathlib import Path
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def machine() -> str:
+    """Cores this process may use, CPU model, Python and OS: the line recorded next to the figures."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cores} cores ({cpu_model()}), Python {platform.python_version()}, {platform.system()} {platform.release()}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest rank (the value at or below which q% of the sample lies); nan for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))]
