@@ -39,10 +39,15 @@ import click
               help="Go on with the run in this run directory after `plastic run` was killed: same Redis (give "
                    "--redis if the run used an external one), same local cluster if it still runs, Toil "
                    "restarted on the same job store (no WORKFLOW, JOB or other options).")
+@click.option("--adopt-seconds", "adopt_s", type=click.FloatRange(min=0.0),
+              help="With --resume: let a task of the killed run that is still running finish (its work kept) "
+                   "when it is expected to within this many seconds; others are killed and run again "
+                   "(0: kill them all; default: 300).")
 def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], outdir: Path, plan_path: Path | None,
         master: str | None, redis_url: str | None, report_path: Path | None, run_dir: Path | None,
         catalog_path: str | None, max_agents: int, interrupt_rate: float | None, notice_seconds: float,
-        seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None) -> None:
+        seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None,
+        adopt_s: float | None) -> None:
     """Plan, run WORKFLOW with JOB through Toil on plastic, print the outputs (JSON) and a report.
 
     Anything after `--` goes to toil-cwl-runner unchanged."""
@@ -53,6 +58,8 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
 
     if resume_dir is not None and (workflow is not None or toil_args):
         raise click.UsageError("--resume RUN_DIR takes no WORKFLOW, JOB or Toil options (they come from the run)")
+    if adopt_s is not None and resume_dir is None:
+        raise click.UsageError("--adopt-seconds goes with --resume RUN_DIR")
     if resume_dir is None and workflow is None:
         raise click.UsageError("missing argument WORKFLOW (or --resume RUN_DIR)")
     if job is not None and str(job).startswith("-"):
@@ -66,7 +73,8 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
             raise click.UsageError(f"--resume: no such directory: {resume_dir}")
         display = RichDisplay(console_, quiet=quiet)
         result = resume(resume_dir, redis_url, display,
-                        on_started=lambda rid, rdir: display.note(f"run {rid} resumed; files in {rdir}"))
+                        on_started=lambda rid, rdir: display.note(f"run {rid} resumed; files in {rdir}"),
+                        adopt_s=adopt_s)
         _finish(result, console_, report_table, failure)
         return
     assert workflow is not None

@@ -12,14 +12,15 @@ never sees a failure; a job ends (JobEnded) exactly once.  Task states follow
 plastic.core.lifecycle: QUEUED -> LAUNCHING -> STARTING -> RUNNING -> FINISHED | FAILED, any
 live state -> KILLING -> KILLED, and live -> LOST -> QUEUED for a requeue (LOST is transient).
 
-Spot notices (NoticeReceived): a terminate notice drains the agent (each task on it finishes in
-the window if its runtime estimate fits with notice_margin_s, else it is killed and requeued); a
-rebalance recommendation keeps new work off the agent as `rebalance` says (ignore / avoid-long /
-drain).  On every Tick plastic.core.jobbook_health reports idle burst agents and starving jobs.
+Spot notices (NoticeReceived, plastic.core.jobbook_notices): a terminate notice drains the agent
+(each task on it finishes in the window if its runtime estimate fits with notice_margin_s, else it
+is killed and requeued); a rebalance recommendation keeps new work off the agent as `rebalance`
+says (ignore / avoid-long / drain).  On every Tick plastic.core.jobbook_health reports idle burst
+agents and starving jobs.
 
 Crash-resume (Resumed): the tasks of a previous leader incarnation are orphans
 (plastic.core.orphans): reconciled (explicitly for those the records know, implicitly for the
-rest), killed while they run, forgotten once they end.  Before Resumed, a status of an unknown
+rest), adopted while they can finish within adopt_s, killed otherwise, forgotten once they end.  Before Resumed, a status of an unknown
 task is only recorded.
 """
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from plastic.core import jobbook_health as health
+from plastic.core import jobbook_notices as notices
 from plastic.core import placement as pl
 from plastic.core.jobbook_messages import (
     Acknowledge,
@@ -45,10 +47,12 @@ from plastic.core.jobbook_messages import (
     JobIssued,
     KillRequested,
     KillTask,
+    KnownTask,
     LaunchTasks,
     NoticeReceived,
     OfferRescinded,
     OffersReceived,
+    OrphanChecked,
     Outcome,
     Reconcile,
     Reconnected,
@@ -61,14 +65,15 @@ from plastic.core.jobbook_messages import (
     TaskLaunch,
     Tick,
 )
+from plastic.core.jobbook_notices import Notice
 from plastic.core.lifecycle import TaskState, check_transition
 from plastic.core.model import Preempt, Resources
-from plastic.core.orphans import Orphans, OrphanStep
+from plastic.core.orphans import Orphans
 
 __all__ = [  # the book, plus every event and command (defined in jobbook_messages)
     "REBALANCE_MODES", "Acknowledge", "AgentLost", "AgentSeen", "Attempt", "Command", "DeclineOffers", "Event",
-    "Job", "JobBook", "JobEnded", "JobGone", "JobIssued", "KillRequested", "KillTask", "LaunchTasks", "NoticeReceived",
-    "OfferRescinded", "OffersReceived", "Outcome", "RebalanceMode", "Reconcile", "Reconnected", "Record",
+    "Job", "JobBook", "JobEnded", "JobGone", "JobIssued", "KillRequested", "KillTask", "KnownTask", "LaunchTasks", "NoticeReceived",
+    "OfferRescinded", "OffersReceived", "OrphanChecked", "Outcome", "RebalanceMode", "Reconcile", "Reconnected", "Record",
     "ReportUnplaceable", "Resumed", "ReviveOffers", "StatusReceived", "SuppressOffers", "TaskLaunch", "Tick", "exit_code_of",
     "split_task_id", "task_id_of"
 ]
@@ -156,12 +161,6 @@ class Job:
         return self.attempts[-1] if self.attempts and self.attempts[-1].attempt == self.attempt else None
 
 
-@dataclass(frozen=True, slots=True)
-class Notice:
-    terminate_at: float
-    received_at: float
-
-
 class JobBook:
     """The pure state machine.  See the module docstring and docs/design/toil-batch-system.md §7."""
 
@@ -179,6 +178,7 @@ class JobBook:
         kill_retry_s: float = 30.0,
         idle_agent_s: float | None = 300.0,
         starving_s: float | None = 300.0,
+        adopt_s: float = 0.0,
     ):
         if rebalance not in REBALANCE_MODES:
             raise ValueError(f"rebalance must be one of {', '.join(REBALANCE_MODES)}, not {rebalance!r}")
@@ -193,6 +193,7 @@ class JobBook:
         self.kill_retry_s = kill_retry_s
         self.idle_agent_s = idle_agent_s  # None: no idle-agent records
         self.starving_s = starving_s  # None: no starving records
+        self.adopt_s = adopt_s  # after Resumed: how long a running orphan may take to finish
 
         self.jobs: dict[str, Job] = {}
         self.agents: dict[str, pl.AgentInfo] = {}
@@ -250,7 +251,7 @@ class JobBook:
             case AgentLost():
                 self._agent_lost(event, now, out)
             case NoticeReceived():
-                self._notice(event, now, out)
+                notices.received(self, event, now, out)
             case Reconnected():
                 self.suppressed = False  # a new subscription starts unsuppressed
                 out.append(Record("reconnected", {"live": len(self.live())}))
@@ -259,6 +260,9 @@ class JobBook:
                 self._resumed(event, now, out)
             case JobGone():
                 self._job_gone(event, now, out)
+            case OrphanChecked():
+                if self.orphans is not None:
+                    out.extend(self.orphans.checked(event.task_id, event.committed).commands())
             case Tick():
                 self._tick(now, out)
             case _:
@@ -419,7 +423,7 @@ class JobBook:
         free = {o.offer_id: o.available for o in offers}
         launches: list[pl.LaunchTask] = []
         unplaceable: dict[str, str] = {}
-        kept_off = self._kept_off_rebalancing(queue)
+        kept_off = notices.kept_off_rebalancing(self, queue)
         if kept_off:
             # pass 1: the tasks a rebalance recommendation keeps off its agent (long or unknown-length
             # ones with avoid-long, every one with drain), those agents closed to them
@@ -470,24 +474,6 @@ class JobBook:
         for task_id, reason in unplaceable.items():
             self._unplaceable(by_task[task_id], reason, now, out)
 
-    def _is_long(self, job: Job) -> bool:
-        est = self.runtime_estimate(job.tool)
-        return est is None or est > self.long_task_s
-
-    def _kept_off_rebalancing(self, queue: list[Job]) -> set[str]:
-        """Task ids of queued jobs that must not start on an agent with a rebalance recommendation.
-
-        A job that only such agents could ever hold is not kept off them: waiting for them to go
-        away could be forever (a recommendation need not end in an interruption)."""
-        if self.rebalance == "ignore" or not self.rebalancing:
-            return set()
-        steady = [a for a_id, a in self.cluster().items() if a_id not in self.rebalancing]
-        if not steady:
-            return set()
-        return {j.mesos_task_id for j in queue
-                if (self.rebalance == "drain" or self._is_long(j))
-                and pl.why_unplaceable(j.pending(), steady) is None}
-
     def _agent_seen(self, agent: pl.AgentInfo, now: float, out: list[Command], quiet: bool = False) -> None:
         known = self.agents.get(agent.agent_id)
         back = agent.agent_id in self.gone
@@ -515,49 +501,6 @@ class JobBook:
             self._requeue(job, "agent_lost", now, out)
         self._check_unplaceable(self.queued(), now, out)
 
-    def _notice(self, ev: NoticeReceived, now: float, out: list[Command]) -> None:
-        table = self.draining if ev.kind == "terminate" else self.rebalancing
-        if ev.agent_id in table:
-            out.append(Record("duplicate_notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind}))
-            return
-        table[ev.agent_id] = Notice(ev.terminate_at, now)
-        jobs = self.on_agent(ev.agent_id)
-        if ev.kind != "terminate":
-            out.append(Record("notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind, "reaction": self.rebalance,
-                                         "jobs": [j.job_id for j in jobs]}))
-            return
-        out.append(Record("notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind, "terminate_at": ev.terminate_at,
-                                     "window_s": ev.terminate_at - now, "jobs": [j.job_id for j in jobs]}))
-        for job in jobs:
-            if job.state is S.KILLING:
-                continue  # already on its way out; its end decides
-            if self._fits_window(job, now):
-                job.kept_for_notice = True
-                out.append(Record("let_finish", {"job_id": job.job_id, "agent_id": ev.agent_id,
-                                                 "estimate_s": self.runtime_estimate(job.tool)}))
-            else:
-                self._notice_kill(job, now, out)
-        self._check_unplaceable(self.queued(), now, out)
-
-    def _fits_window(self, job: Job, now: float) -> bool:
-        notice = self.draining[job.agent_id]
-        est = self.runtime_estimate(job.tool)
-        if est is None:
-            return False
-        cur = job.current
-        start = cur.started_at if cur and cur.started_at is not None else (cur.launched_at if cur else now)
-        remaining = max(est - (now - start), 0.0)
-        return now + remaining + self.notice_margin_s <= notice.terminate_at
-
-    def _notice_kill(self, job: Job, now: float, out: list[Command]) -> None:
-        self._move(job, S.KILLING)
-        job.kill_cause = "notice"
-        job.kept_for_notice = False
-        job.kill_sent_at = now
-        out.append(KillTask(job.mesos_task_id, job.agent_id))
-        out.append(Record("drain_kill", {"job_id": job.job_id, "task": job.mesos_task_id, "agent_id": job.agent_id,
-                                         "estimate_s": self.runtime_estimate(job.tool)}))
-
     def _reconcile(self, now: float, out: list[Command]) -> None:
         self.last_reconcile = now
         tasks = tuple((j.mesos_task_id, j.agent_id) for j in self.live())
@@ -566,22 +509,20 @@ class JobBook:
 
     def _resumed(self, ev: Resumed, now: float, out: list[Command]) -> None:
         if self.orphans is None:
-            self.orphans = Orphans(kill_retry_s=self.kill_retry_s)
-        for task_id, agent_id in ev.known:
-            self.orphans.expect(task_id, agent_id, now)
-        out.append(Record("resumed", {"known": [t for t, _ in ev.known]}))
+            self.orphans = Orphans(kill_retry_s=self.kill_retry_s, adopt_s=self.adopt_s,
+                                   runtime_estimate=self.runtime_estimate)
+        self.orphans.begin(now)
+        for known in ev.known:
+            self.orphans.expect(known, now)
+        out.append(Record("resumed", {"known": [k.task_id for k in ev.known], "adopt_s": self.adopt_s,
+                                      "framework_removed": ev.framework_removed}))
+        if ev.framework_removed:  # the master killed them all when it removed the framework
+            for step in self.orphans.removed():
+                out.extend(step.commands())
+            return
         if ev.known:
-            out.append(Reconcile(tuple(ev.known)))
+            out.append(Reconcile(tuple((k.task_id, k.agent_id) for k in ev.known)))
         out.append(Reconcile(()))  # implicit: every task the master holds for the framework
-
-    def _orphan_step(self, step: OrphanStep, out: list[Command]) -> None:
-        if step.action == "kill":
-            out.append(KillTask(step.task_id, step.agent_id))
-            out.append(Record("orphan_kill", {"task": step.task_id, "agent_id": step.agent_id, "state": step.state}))
-        elif step.action == "ended":
-            out.append(Record("orphan_ended", {"task": step.task_id, "agent_id": step.agent_id, "state": step.state}))
-        elif step.action == "unknown":
-            out.append(Record("orphan_unknown", {"task": step.task_id, "agent_id": step.agent_id}))
 
     def orphans_left(self) -> int:
         return 0 if self.orphans is None else len(self.orphans)
@@ -589,15 +530,15 @@ class JobBook:
     def _tick(self, now: float, out: list[Command]) -> None:
         if self.orphans is not None:
             for step in self.orphans.tick(now):
-                self._orphan_step(step, out)
+                out.extend(step.commands())
         for job in self.live():
             notice = self.draining.get(job.agent_id)
             if notice is not None and now >= notice.terminate_at:
                 # the agent is gone by now, whatever the master says later
                 out.append(KillTask(job.mesos_task_id, job.agent_id))
                 self._requeue(job, "notice_deadline", now, out)
-            elif job.kept_for_notice and not self._fits_window(job, now):
-                self._notice_kill(job, now, out)
+            elif job.kept_for_notice and not notices.fits_window(self, job, now):
+                notices.kill_for_notice(self, job, now, out)
             elif job.state is S.KILLING and job.kill_sent_at is not None and now - job.kill_sent_at >= self.kill_retry_s:
                 job.kill_sent_at = now
                 out.append(KillTask(job.mesos_task_id, job.agent_id))
@@ -618,7 +559,7 @@ class JobBook:
         parsed = split_task_id(ev.mesos_task_id)
         job = self.jobs.get(parsed[0]) if parsed else None
         if job is None and self.orphans is not None:
-            self._orphan_step(self.orphans.status(ev.mesos_task_id, ev.state, ev.agent_id, now), out)
+            out.extend(self.orphans.status(ev.mesos_task_id, ev.state, ev.agent_id, now).commands())
         elif job is None:
             out.append(Record("unknown_task", {"task": ev.mesos_task_id, "state": ev.state}))
         elif parsed[1] != job.attempt or job.state not in LIVE:

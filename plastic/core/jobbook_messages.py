@@ -90,12 +90,36 @@ class Reconnected:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownTask:
+    """A task of a previous leader incarnation the run's records show live: its tool and how long
+    it had been running when the resume began (None: not running yet or not recorded)."""
+
+    task_id: str
+    agent_id: str | None = None
+    tool: str | None = None
+    running_s: float | None = None
+    job_store_id: str | None = None  # Toil's id of its job: the job store says whether it finished
+
+
+@dataclass(frozen=True, slots=True)
 class Resumed:
     """A new leader incarnation took the framework over (plastic run --resume): ``known`` are the
-    (mesos_task_id, agent_id) of the tasks the run's records show live; every task no job of this
-    book owns is from now on an orphan (plastic.core.orphans), reconciled and killed."""
+    tasks the run's records show live; every task no job of this book owns is from now on an
+    orphan (plastic.core.orphans): reconciled, adopted when it can finish within the book's
+    adopt window, killed otherwise.  ``framework_removed``: the master had removed the framework
+    (its failover timeout ran out) and so killed all its tasks; the new leader subscribed anew."""
 
-    known: tuple[tuple[str, str | None], ...] = ()
+    known: tuple[KnownTask, ...] = ()
+    framework_removed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanChecked:
+    """The shell's answer to an ``orphan_check`` record: whether the job store holds the orphan's
+    work (its job is gone from the store or its body has run)."""
+
+    task_id: str
+    committed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +136,7 @@ class Tick:
 
 
 Event = (JobIssued | KillRequested | OffersReceived | OfferRescinded | StatusReceived | AgentSeen
-         | AgentLost | NoticeReceived | Reconnected | Resumed | JobGone | Tick)
+         | AgentLost | NoticeReceived | Reconnected | Resumed | OrphanChecked | JobGone | Tick)
 
 # ---------------------------------------------------------------- commands
 

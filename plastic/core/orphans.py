@@ -5,24 +5,50 @@ subscribes with the run's framework id (a failover) and sends the JobBook `Resum
 the run's records show live.  Toil's restarted leader re-issues every unfinished job under new
 batch job ids, so none of the old tasks belongs to a job of the new book: each is an orphan.
 
-    unconfirmed --status, not terminal--> killing --terminal status--> gone (record orphan_ended)
-        |                                    `-- no terminal status for kill_retry_s: KillTask again
+A running orphan is adopted when it can finish inside the adopt window (``adopt_s`` from the
+resume): its tool's runtime estimate, less the time it has already run, fits in what is left of
+the window, or there is no estimate.  An adopted orphan runs to its end and its work is kept; it
+is killed when the window closes first.  One that cannot fit is killed at once.
+
+    unconfirmed --running, fits--> adopted --terminal status--> gone (record orphan_ended, adopted)
+        |                             `-- window closed: KillTask --> killing
+        |--running, does not fit (or adopt_s = 0)--> killing --terminal status--> gone
+        |                                              `-- no terminal status for kill_retry_s: KillTask again
         |--terminal status--> gone (finished while the leader was down: its work is in the job store)
         `--no status for confirm_s--> gone (record orphan_unknown: the master does not know it)
 
+An end that does not say whether the work was done (the master no longer knows the task: it
+finished and the dead leader acknowledged it, but the record of it was lost with the leader; or
+it was lost) is checked against Toil's job store first (record ``orphan_check``, answered by the
+shell with OrphanChecked): when the job's work is there, the orphan ended as finished (reason
+``job_store``).
+
+When the master had removed the framework (the resume came after its failover timeout), it killed
+all its tasks: the new leader subscribes anew and every orphan ends at once as killed.
+
 A task the records did not know (launched just before the crash, its record not written yet) is
-learnt from the implicit reconciliation's answer and treated the same way.  The new leader's
-batch system waits (bounded) until no orphan is left before Toil reads its job store, so an old
-task can never finish after the new leader has decided what to run again: work is redone, but no
-job completes twice.
+learnt from the implicit reconciliation's answer and treated the same way, without an estimate.
+
+Why adoption happens before Toil reads its job store and not after: on `--restart` Toil cleans the
+job store (rewrites job descriptions, deletes jobs it cannot reach from the root), which would
+race with a live worker committing its job.  So the new leader's batch system waits, bounded by
+the window plus the kill time, until no orphan is left: an old task never finishes after the new
+leader has decided what to run again, and no job completes twice.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from plastic.core.jobbook_messages import Command, KillTask, KnownTask, Record
 
 TERMINAL = frozenset({"TASK_FINISHED", "TASK_FAILED", "TASK_ERROR", "TASK_KILLED", "TASK_LOST",
                       "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_DROPPED", "TASK_UNKNOWN"})
+# Ends that do not say whether the task's work was done: the master no longer knows the task (it
+# finished and was acknowledged by the dead leader, whose record of it was lost), or lost it.
+INCONCLUSIVE = frozenset({"TASK_LOST", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_DROPPED",
+                          "TASK_UNKNOWN", "unknown"})
 
 
 @dataclass(slots=True)
@@ -30,69 +56,157 @@ class Orphan:
     task_id: str
     agent_id: str | None
     since: float  # when it became an orphan (Resumed) or was first reported
+    tool: str | None = None
+    running_s: float | None = None  # how long it had run when the resume began, from the records
     killing: bool = False
     kill_sent_at: float | None = None
     last_state: str | None = None
+    adopted_until: float | None = None  # set once adopted: killed if still running then
+    job_store_id: str | None = None
+    checking: tuple[str, str | None] | None = None  # an inconclusive end (state, reason) awaiting the job store
 
 
 @dataclass(frozen=True, slots=True)
 class OrphanStep:
-    """What one status or tick means for an orphan: kill it (again), it ended, or it is given up."""
+    """What one status or tick means for an orphan: adopt it, kill it (again), it ended, or it is
+    given up."""
 
     task_id: str
     agent_id: str | None
-    action: str  # "kill" | "ended" | "unknown" | "none"
+    action: str  # "adopt" | "kill" | "check" | "ended" | "unknown" | "none"
     state: str | None = None
+    reason: str | None = None  # of a kill: "no_fit" | "adopt_window" | "retry"; of an end: "framework_removed" | "job_store"
+    estimate_s: float | None = None  # of an adoption: the expected time left (None: no estimate)
+    adopted: bool = False  # of an end: the task had been adopted
+    job_store_id: str | None = None  # of a check
+
+    def commands(self) -> list[Command]:
+        """The JobBook commands of this step."""
+        fields = {"task": self.task_id, "agent_id": self.agent_id, "state": self.state}
+        if self.action == "adopt":
+            return [Record("orphan_adopted", {**fields, "remaining_estimate_s": self.estimate_s})]
+        if self.action == "kill":
+            return [KillTask(self.task_id, self.agent_id), Record("orphan_kill", {**fields, "reason": self.reason})]
+        if self.action == "check":
+            return [Record("orphan_check", {**fields, "reason": self.reason, "job_store_id": self.job_store_id})]
+        if self.action == "ended":
+            return [Record("orphan_ended", {**fields, "adopted": self.adopted,
+                                            **({"reason": self.reason} if self.reason else {})})]
+        if self.action == "unknown":
+            return [Record("orphan_unknown", {"task": self.task_id, "agent_id": self.agent_id})]
+        return []
 
 
 class Orphans:
     """The previous incarnation's tasks still to be accounted for (see the module docstring)."""
 
-    def __init__(self, *, confirm_s: float = 30.0, kill_retry_s: float = 30.0):
+    def __init__(self, *, confirm_s: float = 30.0, kill_retry_s: float = 30.0, adopt_s: float = 0.0,
+                 runtime_estimate: Callable[[str | None], float | None] = lambda tool: None):
         self.confirm_s = confirm_s
         self.kill_retry_s = kill_retry_s
+        self.adopt_s = max(adopt_s, 0.0)
+        self.runtime_estimate = runtime_estimate
         self.tasks: dict[str, Orphan] = {}
         self.ended: dict[str, str] = {}  # task id -> its terminal state (or "unknown")
+        self.window_end: float | None = None  # the resume's start (begin) + adopt_s
 
     def __len__(self) -> int:
         return len(self.tasks)
 
-    def expect(self, task_id: str, agent_id: str | None, now: float) -> None:
-        if task_id not in self.tasks and task_id not in self.ended:
-            self.tasks[task_id] = Orphan(task_id, agent_id, now)
+    def adopted(self) -> int:
+        return sum(1 for o in self.tasks.values() if o.adopted_until is not None and not o.killing)
+
+    def begin(self, now: float) -> None:
+        """The resume began: the adopt window runs from now."""
+        if self.window_end is None:
+            self.window_end = now + self.adopt_s
+
+    def expect(self, known: KnownTask, now: float) -> None:
+        if known.task_id not in self.tasks and known.task_id not in self.ended:
+            orphan = self._add(known.task_id, known.agent_id, now, known.tool, known.running_s)
+            orphan.job_store_id = known.job_store_id
+
+    def _add(self, task_id: str, agent_id: str | None, now: float, tool: str | None = None,
+             running_s: float | None = None) -> Orphan:
+        self.begin(now)
+        orphan = self.tasks[task_id] = Orphan(task_id, agent_id, now, tool, running_s)
+        return orphan
+
+    def remaining_estimate(self, orphan: Orphan, now: float) -> float | None:
+        """Expected seconds left to run (None without an estimate for its tool)."""
+        estimate = self.runtime_estimate(orphan.tool) if orphan.tool else None
+        if estimate is None:
+            return None
+        ran = (orphan.running_s or 0.0) + (now - orphan.since)
+        return max(estimate - ran, 0.0)
 
     def status(self, task_id: str, state: str, agent_id: str | None, now: float) -> OrphanStep:
         """A status of a task no job of the book owns."""
         if task_id in self.ended and task_id not in self.tasks:
             return OrphanStep(task_id, agent_id, "none", state)
-        orphan = self.tasks.get(task_id)
-        if orphan is None:
-            orphan = self.tasks[task_id] = Orphan(task_id, agent_id, now)
+        orphan = self.tasks.get(task_id) or self._add(task_id, agent_id, now)
         orphan.last_state = state
         orphan.agent_id = agent_id or orphan.agent_id
+        if orphan.checking is not None:
+            return OrphanStep(task_id, orphan.agent_id, "none", state)
         if state in TERMINAL:
-            del self.tasks[task_id]
-            self.ended[task_id] = state
-            return OrphanStep(task_id, orphan.agent_id, "ended", state)
+            return self._end(orphan, state)
         if state == "TASK_KILLING":
             orphan.killing = True
             orphan.kill_sent_at = orphan.kill_sent_at if orphan.kill_sent_at is not None else now
             return OrphanStep(task_id, orphan.agent_id, "none", state)
-        if not orphan.killing:
-            orphan.killing = True
-            orphan.kill_sent_at = now
-            return OrphanStep(task_id, orphan.agent_id, "kill", state)
-        return OrphanStep(task_id, orphan.agent_id, "none", state)
+        if orphan.killing or orphan.adopted_until is not None:
+            return OrphanStep(task_id, orphan.agent_id, "none", state)
+        window_end = self.window_end if self.window_end is not None else now
+        remaining = self.remaining_estimate(orphan, now)
+        if now < window_end and (remaining is None or now + remaining <= window_end):
+            orphan.adopted_until = window_end
+            return OrphanStep(task_id, orphan.agent_id, "adopt", state, estimate_s=remaining)
+        return self._kill(orphan, now, "no_fit")
+
+    def _end(self, orphan: Orphan, state: str, reason: str | None = None, *, check: bool = False) -> OrphanStep:
+        """An end; an inconclusive one (or ``check``) of an orphan whose job is known is checked first."""
+        if (check or state in INCONCLUSIVE) and orphan.job_store_id and orphan.checking is None:
+            orphan.checking = (state, reason)
+            return OrphanStep(orphan.task_id, orphan.agent_id, "check", state, reason=reason,
+                              job_store_id=orphan.job_store_id)
+        del self.tasks[orphan.task_id]
+        self.ended[orphan.task_id] = state
+        if state == "unknown":
+            return OrphanStep(orphan.task_id, orphan.agent_id, "unknown")
+        adopted = orphan.adopted_until is not None and not orphan.killing
+        return OrphanStep(orphan.task_id, orphan.agent_id, "ended", state, reason=reason, adopted=adopted)
+
+    def checked(self, task_id: str, committed: bool) -> OrphanStep:
+        """The job store's answer for an orphan being checked: committed means its work was done."""
+        orphan = self.tasks.get(task_id)
+        if orphan is None or orphan.checking is None:
+            return OrphanStep(task_id, None, "none")
+        state, reason = orphan.checking
+        if committed:
+            return self._end(orphan, "TASK_FINISHED", "job_store")
+        return self._end(orphan, state, reason)
+
+    def _kill(self, orphan: Orphan, now: float, reason: str) -> OrphanStep:
+        orphan.killing = True
+        orphan.kill_sent_at = now
+        return OrphanStep(orphan.task_id, orphan.agent_id, "kill", orphan.last_state, reason=reason)
+
+    def removed(self) -> list[OrphanStep]:
+        """The master removed the framework (failover timeout expired) and killed every task it had:
+        each orphan ended as killed."""
+        return [self._end(orphan, "TASK_KILLED", "framework_removed", check=True)
+                for orphan in list(self.tasks.values())]
 
     def tick(self, now: float) -> list[OrphanStep]:
         steps: list[OrphanStep] = []
         for orphan in list(self.tasks.values()):
             if orphan.killing:
                 if orphan.kill_sent_at is not None and now - orphan.kill_sent_at >= self.kill_retry_s:
-                    orphan.kill_sent_at = now
-                    steps.append(OrphanStep(orphan.task_id, orphan.agent_id, "kill", orphan.last_state))
-            elif now - orphan.since >= self.confirm_s:
-                del self.tasks[orphan.task_id]
-                self.ended[orphan.task_id] = "unknown"
-                steps.append(OrphanStep(orphan.task_id, orphan.agent_id, "unknown"))
+                    steps.append(self._kill(orphan, now, "retry"))
+            elif orphan.adopted_until is not None:
+                if now >= orphan.adopted_until:
+                    steps.append(self._kill(orphan, now, "adopt_window"))
+            elif orphan.checking is None and now - orphan.since >= self.confirm_s:
+                steps.append(self._end(orphan, "unknown"))
         return steps

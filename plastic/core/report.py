@@ -9,6 +9,10 @@ Cost model: an agent costs its instance type's price (spot price for a preemptib
 as long as it was part of the run, from the later of the run start and the first time it was
 seen, to the earlier of the run end and the moment it was lost.  "All on-demand" prices the
 same agent-hours at the on-demand price: what the same cluster would have cost with no spot.
+
+Across a crash-resume the events of every leader incarnation are counted: a task is a Toil job
+(its jobStoreID when recorded, so the job a new leader issues again is the same task), and the
+previous leader's tasks adopted by the resume and finished count as finished there.
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ class RunReport:
     cost_usd: float
     on_demand_cost_usd: float
     notes: tuple[str, ...] = ()
+    orphans_adopted: int = 0  # resume: the previous leader's running tasks left to finish
+    orphans_killed: int = 0  # resume: the previous leader's running tasks killed (run again)
 
     @property
     def savings(self) -> float:
@@ -97,9 +103,12 @@ class RunReport:
         return doc
 
 
-def _job(fields: Mapping[str, Any]) -> str | None:
+def _job(fields: Mapping[str, Any], same: Mapping[str, str] | None = None) -> str | None:
+    """The task a record is about: its Toil jobStoreID when the job's issue recorded one."""
     value = fields.get("job_id")
-    return None if value is None else str(value)
+    if value is None:
+        return None
+    return (same or {}).get(str(value), str(value))
 
 
 def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
@@ -116,11 +125,15 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
                             "drain_kills", "let_finish", "finished_in_window", "escalations", "unplaceable"), 0)
     placements: dict[str, int] = {}
     done_on: dict[str, int] = {}
+    same = {str(ev.fields["job_id"]): str(ev.fields["job_store_id"]) for ev in events
+            if ev.kind == "issued" and ev.fields.get("job_id") is not None and ev.fields.get("job_store_id")}
+    adopted: set[str] = set()
+    orphans_killed: set[str] = set()
     for ev in events:
         f = ev.fields
         kind = ev.kind
         if kind == "issued":
-            job = _job(f)
+            job = _job(f, same)
             if job is not None:
                 issued.add(job)
         elif kind == "placed":
@@ -140,7 +153,7 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
             counts["drain_kills"] += 1
         elif kind == "let_finish":
             counts["let_finish"] += 1
-            job = _job(f)
+            job = _job(f, same)
             if job is not None:
                 kept.add(job)
         elif kind == "escalation":
@@ -150,8 +163,17 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
         elif kind == "agent_lost":
             agent_id = str(f.get("agent_id"))
             lost_at.setdefault(agent_id, ev.at)
+        elif kind == "orphan_adopted":
+            adopted.add(str(f.get("task")))
+        elif kind == "orphan_kill":
+            orphans_killed.add(str(f.get("task")))
+        elif kind == "orphan_ended" and f.get("state") == "TASK_FINISHED":  # its work is in the job store
+            job = _job({"job_id": str(f.get("task", "")).split(".")[0]}, same)
+            if job is not None:
+                finished.add(job)
+                failed.discard(job)
         elif kind == "ended":
-            job = _job(f)
+            job = _job(f, same)
             if job is None:
                 continue
             if f.get("outcome") == "finished":
@@ -186,4 +208,5 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
         makespan_s=max(ended_at - started_at, 0.0), tasks=len(issued | finished | failed),
         tasks_finished=len(finished), tasks_failed=len(failed - finished), **counts,
         clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
-        on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes))
+        on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes),
+        orphans_adopted=len(adopted), orphans_killed=len(orphans_killed - adopted))

@@ -50,11 +50,13 @@ from plastic.core.jobbook_messages import (
     JobIssued,
     KillRequested,
     KillTask,
+    KnownTask,
     LaunchTasks,
     NoticeKind,
     NoticeReceived,
     OfferRescinded,
     OffersReceived,
+    OrphanChecked,
     Reconcile,
     Reconnected,
     Record,
@@ -70,6 +72,7 @@ from plastic.core.model import Preempt, Resources
 from plastic.core.placement import AgentInfo, Offer
 from plastic.framework.recorder import JsonLinesRecorder, LogRecorder, Recorder
 from plastic.mesos.driver import MesosSchedulerDriver
+from plastic.mesos.errors import MesosFrameworkError
 from plastic.mesos.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -186,11 +189,15 @@ class Framework(Scheduler):
         record_flush_s: float = 10.0,
         framework_id: str | None = None,
         job_gone: Callable[[str], bool] | None = None,
+        job_committed: Callable[[str], bool] | None = None,
     ):
         self.lock = threading.RLock()
         # Asked, under the lock, about every requeued job: True when the job store already holds its
         # work (an attempt committed it before it was killed or lost), so it must not run again.
         self.job_gone = job_gone
+        # Asked about an orphan whose end was inconclusive (record orphan_check), with the Toil
+        # jobStoreID of its job: True when the job store holds the job's work.
+        self.job_committed = job_committed
         self.changed = threading.Condition(self.lock)  # notified after every event
         self.book = book if book is not None else JobBook()
         self.clock = clock
@@ -207,6 +214,7 @@ class Framework(Scheduler):
         self.statuses: dict[str, Mapping[str, Any]] = {}  # uuid -> the status as received (for the ack)
         self.registered_event = threading.Event()
         self.last_error: str | None = None
+        self.failed_event = threading.Event()  # the driver gave up (error callback)
         self.framework_id: str | None = None
         self.tick_s = tick_s
         self.recorders: list[Recorder] = [JsonLinesRecorder(record_path)] if record_path else []
@@ -223,18 +231,36 @@ class Framework(Scheduler):
             info["roles"] = [role]
             info["capabilities"] = [{"type": "MULTI_ROLE"}]
         self.failover_timeout_s = failover_timeout_s
+        self._driver_factory, self._master, self._info = driver_factory, master, info
         self.driver = driver_factory(self, info, master, failover_timeout_s=failover_timeout_s)
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self, timeout: float = 30.0) -> None:
+        """Subscribe; raises MesosFrameworkError at once when the master refuses (an ERROR event, as
+        for a framework id it has removed), TimeoutError when it does not answer in time."""
         self.driver.start()
-        if not self.registered_event.wait(timeout):
-            self.driver.abort()
-            raise TimeoutError(f"no SUBSCRIBED from the Mesos master within {timeout:.0f} s "
-                               f"({self.last_error or 'no error reported'})")
+        deadline = time.monotonic() + timeout
+        while not self.registered_event.wait(0.1):
+            if self.failed_event.is_set():
+                self.driver.abort()
+                raise MesosFrameworkError(f"the Mesos master refused the subscription: {self.last_error}",
+                                          call_type="SUBSCRIBE")
+            if time.monotonic() >= deadline:
+                self.driver.abort()
+                raise TimeoutError(f"no SUBSCRIBED from the Mesos master within {timeout:.0f} s "
+                                   f"({self.last_error or 'no error reported'})")
         self._ticker = threading.Thread(target=self._tick_loop, name="plastic-tick", daemon=True)
         self._ticker.start()
+
+    def start_anew(self, timeout: float = 30.0) -> None:
+        """Subscribe as a new framework, after the master refused the framework id given (it had
+        removed that framework: its failover timeout ran out)."""
+        info = {k: v for k, v in self._info.items() if k != "id"}
+        self.failed_event.clear()
+        self.last_error = None
+        self.driver = self._driver_factory(self, info, self._master, failover_timeout_s=self.failover_timeout_s)
+        self.start(timeout)
 
     def stop(self, *, kill_tasks: bool = True, failover: bool = False) -> None:
         self._stop.set()
@@ -277,6 +303,11 @@ class Framework(Scheduler):
                     self._execute(command)
                 except Exception:
                     log.exception("could not carry out %r", command)
+            for command in commands:
+                if isinstance(command, Record) and command.kind == "orphan_check":
+                    commands = commands + self.apply(OrphanChecked(
+                        str(command.fields.get("task")),
+                        self._ask_job_store(self.job_committed, str(command.fields.get("job_store_id")))))
             if self.job_gone is not None:
                 # Still under the lock: no offer can launch a requeued job before this check.
                 for command in commands:
@@ -291,6 +322,16 @@ class Framework(Scheduler):
                             commands = commands + self.apply(JobGone(job_id))
             self.changed.notify_all()
         return commands
+
+    @staticmethod
+    def _ask_job_store(question: Callable[[str], bool] | None, key: str) -> bool:
+        if question is None:
+            return False
+        try:
+            return bool(question(key))
+        except Exception:
+            log.exception("could not ask the job store about %s", key)
+            return False
 
     # ------------------------------------------------------------ calls from the Toil side
 
@@ -314,10 +355,10 @@ class Framework(Scheduler):
                     return False
                 self.changed.wait(min(left, 1.0))
 
-    def resume(self, known: Iterable[tuple[str, str | None]]) -> None:
+    def resume(self, known: Iterable[KnownTask], *, framework_removed: bool = False) -> None:
         """A new leader incarnation: the previous one's tasks (``known`` from the run's records, the
-        rest from implicit reconciliation) become orphans, killed while they run."""
-        self.apply(Resumed(tuple(known)))
+        rest from implicit reconciliation) become orphans, adopted or killed (plastic.core.orphans)."""
+        self.apply(Resumed(tuple(known), framework_removed=framework_removed))
 
     def wait_orphans(self, timeout_s: float, *, settle_s: float = 2.0) -> int:
         """Wait until every orphan has ended (at least settle_s, for the implicit reconciliation's
@@ -502,6 +543,7 @@ class Framework(Scheduler):
     def error(self, driver: Any, message: str) -> None:  # type: ignore[override]
         log.error("Mesos driver error: %s", message)
         self.last_error = message
+        self.failed_event.set()
 
     def resourceOffers(self, driver: Any, offers: list[dict[str, Any]]) -> None:
         usable: list[Offer] = []

@@ -15,7 +15,7 @@ Every record becomes an event on the run's stream (`Store.append_event(run, kind
 | notice (terminate) | agent -> DRAINING; fields notice_at, terminate_at (epoch seconds) |
 | agent_lost | agent -> GONE |
 | registered | the run's framework id |
-| orphan_ended, orphan_unknown | a task of a previous leader (plastic run --resume) -> FINISHED / FAILED / KILLED |
+| orphan_ended, orphan_unknown | a task of a previous leader (plastic run --resume) -> FINISHED / FAILED / KILLED; field outcome ("adopted, task_finished" for an adopted one that finished) |
 
 A mirror of each task's and agent's state checks every move against plastic.core.lifecycle
 before it is queued: a move the table refuses is logged as an error and not written (the
@@ -295,7 +295,9 @@ class StoreRecorder:
     def _on_orphan_ended(self, f: Mapping[str, Any], now: float) -> list[Write]:
         state = {"TASK_FINISHED": TaskState.FINISHED, "TASK_FAILED": TaskState.FAILED,
                  "TASK_ERROR": TaskState.FAILED}.get(str(f.get("state")), TaskState.KILLED)
-        return self._orphan(str(f.get("task") or ""), state, f"orphan {str(f.get('state')).lower()}")
+        why = "adopted" if f.get("adopted") else "orphan"
+        reason = f" ({f['reason']})" if f.get("reason") else ""
+        return self._orphan(str(f.get("task") or ""), state, f"{why} {str(f.get('state')).lower()}{reason}")
 
     def _on_orphan_unknown(self, f: Mapping[str, Any], now: float) -> list[Write]:
         return self._orphan(str(f.get("task") or ""), TaskState.KILLED, "orphan unknown to the master")

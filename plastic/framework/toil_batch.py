@@ -25,10 +25,13 @@ docs/design/toil-batch-system.md for the contract this class signs.
   every leader of a run is an incarnation (counted in Redis); incarnation k numbers its batch jobs
   from (k-1) * JOB_ID_STRIDE, so task records and Mesos task ids never collide across leaders.
   From the second incarnation on, the batch system subscribes with the run's framework id (a
-  failover: the old leader needs --plasticFailoverTimeout), marks the old leader's queued tasks
-  KILLED, and hands the old live tasks to the JobBook as orphans (Resumed): reconciled, killed
-  while they run; it waits (bounded, ORPHAN_WAIT_S) until none is left before Toil reads its job
-  store, so no job's work can be committed twice.  Each task records its Toil jobStoreID.
+  failover: the old leader needs --plasticFailoverTimeout; when that ran out, the master removed
+  the framework and killed its tasks, and the batch system subscribes anew), marks the old leader's queued tasks
+  KILLED, and hands the old live tasks to the JobBook as orphans (Resumed): reconciled, adopted
+  when they can finish within --plasticAdoptSeconds (their tool's runtime estimate less the time
+  they already ran), killed otherwise.  It waits until none is left (at most the adopt window plus
+  ORPHAN_KILL_WAIT_S) before Toil reads and cleans its job store: adopted work is kept, and no
+  job's work can be committed twice.  Each task records its Toil jobStoreID.
 - Configuration errors (no master, bad policy file, Redis unreachable, bad run id) are raised as
   Toil's InconsistentConfigurationError, which toil-cwl-runner prints as one line (exit 1); a bad
   --plasticPolicy given on the command line is already refused by the argument parser (exit 2).
@@ -57,13 +60,14 @@ from toil.common import InconsistentConfigurationError
 
 from plastic.core.errors import PlasticError
 from plastic.core.jobbook import REBALANCE_MODES, JobBook
-from plastic.core.jobbook_messages import JobEnded
+from plastic.core.jobbook_messages import JobEnded, KnownTask
 from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
 from plastic.framework.adapter import Framework, TaskSpec, demand_of
 from plastic.framework.notices import NoticeFollower
 from plastic.framework.recorder import Recorder
 from plastic.framework.run_store import RunHandle, load_policy, open_run
 from plastic.framework.runtimes import RuntimeEstimates
+from plastic.mesos.errors import MesosFrameworkError
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,9 @@ DEFAULT_IDLE_AGENT_S = 300.0
 DEFAULT_STARVING_S = 300.0
 KILL_WAIT_S = 30.0
 JOB_ID_STRIDE = 1_000_000
-ORPHAN_WAIT_S = 60.0
+ORPHAN_KILL_WAIT_S = 60.0
+DEFAULT_ADOPT_S = 300.0
+ADOPT_ENV = "PLASTIC_ADOPT_SECONDS"
 LIVE_RECORDS = ("LAUNCHING", "STARTING", "RUNNING", "KILLING")
 RECORD_FLUSH_S = 10.0
 
@@ -119,6 +125,13 @@ def seconds_or_off(value: str) -> float:
     if not 0 <= seconds < float("inf"):
         raise ArgumentTypeError(f"must be >= 0 seconds (0 or off: never), got {value!r}")
     return seconds
+
+
+def _adopt_default() -> float:
+    try:
+        return seconds_or_off(_env(ADOPT_ENV) or str(DEFAULT_ADOPT_S))
+    except ArgumentTypeError:
+        return DEFAULT_ADOPT_S
 
 
 def _threshold(config: Any, name: str, default: float) -> float | None:
@@ -187,6 +200,12 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                             default=DEFAULT_IDLE_AGENT_S,
                             help="report a burst (preemptible) agent idle this long as a candidate for release "
                                  "(record idle_agent; 0 or off: never; default: 300)")
+        parser.add_argument("--plasticAdoptSeconds", dest="plastic_adopt_s", type=seconds_or_off,
+                            default=_env(ADOPT_ENV) or DEFAULT_ADOPT_S,
+                            help="on --restart: let a task of the previous leader still running finish (and "
+                                 "keep its work) when it is expected to within this many seconds; Toil starts "
+                                 "once they have (0 or off: kill them all; default: $PLASTIC_ADOPT_SECONDS "
+                                 "or 300)")
         parser.add_argument("--plasticStarvingSeconds", dest="plastic_starving_s", type=seconds_or_off,
                             default=DEFAULT_STARVING_S,
                             help="report a job queued this long for a shape no live agent can hold (record "
@@ -202,6 +221,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         setOption("plastic_rebalance")
         setOption("plastic_idle_agent_s")
         setOption("plastic_starving_s")
+        setOption("plastic_adopt_s")
 
     def __init__(self, config: Any, maxCores: float, maxMemory: float, maxDisk: int) -> None:
         _unsuppress_logging()
@@ -216,7 +236,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.run: RunHandle | None = self._open_run(config)
         self.incarnation = 0
         framework_id: str | None = None
-        orphans: list[tuple[str, str | None]] = []
+        orphans: list[KnownTask] = []
         try:
             if self.run is not None:
                 self.incarnation = self.run.store.next_incarnation(self.run.run_id)
@@ -251,17 +271,28 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                                        record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
                                        record_flush_s=RECORD_FLUSH_S, book=book,
                                        framework_id=framework_id if failover else None,
-                                       job_gone=self._job_gone)
-            self.framework.start()
+                                       job_gone=self._job_gone, job_committed=self._job_committed)
+            framework_removed = False
+            try:
+                self.framework.start()
+            except MesosFrameworkError as error:
+                if self.incarnation <= 1 or not framework_id or not failover:
+                    raise
+                log.warning("plastic: %s: the previous leader's framework %s is gone (its failover timeout ran "
+                            "out; the master killed its tasks); subscribing as a new framework",
+                            error, framework_id)
+                self.framework.start_anew()
+                framework_removed = True
             if self.incarnation > 1:
                 log.info("plastic: leader incarnation %d of run %s (framework %s); %d task(s) of the previous "
                          "leader recorded live", self.incarnation, self.run_id, self.framework.framework_id,
                          len(orphans))
-                self.framework.resume(orphans)
-                left = self.framework.wait_orphans(ORPHAN_WAIT_S)
+                self.framework.resume(orphans, framework_removed=framework_removed)
+                wait_s = (book.adopt_s or 0.0) + ORPHAN_KILL_WAIT_S
+                left = self.framework.wait_orphans(wait_s)
                 if left:
                     log.warning("plastic: %d task(s) of the previous leader still not ended after %.0f s",
-                                left, ORPHAN_WAIT_S)
+                                left, wait_s)
             if self.run is not None:
                 self.notices = NoticeFollower(self.run.store, self.framework).start()
         except BaseException:
@@ -287,7 +318,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                 f"not {rebalance!r}")
         return JobBook(rebalance=rebalance,
                        idle_agent_s=_threshold(config, "plastic_idle_agent_s", DEFAULT_IDLE_AGENT_S),
-                       starving_s=_threshold(config, "plastic_starving_s", DEFAULT_STARVING_S))
+                       starving_s=_threshold(config, "plastic_starving_s", DEFAULT_STARVING_S),
+                       adopt_s=_threshold(config, "plastic_adopt_s", _adopt_default()) or 0.0)
 
     @staticmethod
     def _load_policy(config: Any) -> PolicyTable:
@@ -316,11 +348,11 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
 
     @staticmethod
-    def _previous_incarnation(run: RunHandle) -> tuple[str | None, list[tuple[str, str | None]]]:
-        """The framework id to take over and the (mesos task id, agent id) of the tasks the previous
-        leaders left live; their queued tasks (never launched) are marked KILLED."""
+    def _previous_incarnation(run: RunHandle) -> tuple[str | None, list[KnownTask]]:
+        """The framework id to take over and the tasks the previous leaders left live (with their
+        tool and how long they have run); their queued tasks (never launched) are marked KILLED."""
         store, run_id = run.store, run.run_id
-        live: list[tuple[str, str | None]] = []
+        live: list[KnownTask] = []
         for state in ("QUEUED", *LIVE_RECORDS):
             ids = store.tasks_in_state(run_id, state)
             for task in store.get_tasks(run_id, sorted(ids)):
@@ -333,7 +365,10 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                     continue
                 mesos_task = task.fields.get("mesos_task")
                 if mesos_task:
-                    live.append((mesos_task, task.agent))
+                    spec = task.spec if isinstance(task.spec, dict) else {}
+                    running_s = max(time.time() - task.state_at, 0.0) if state == "RUNNING" else None
+                    live.append(KnownTask(mesos_task, task.agent, spec.get("tool") or None, running_s,
+                                          spec.get("job_store_id") or None))
         return store.load_framework_id(run_id), live
 
     @property
@@ -394,11 +429,25 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         locator = getattr(self.config, "jobStore", None)
         if not store_id or not locator:
             return False
+        return not self._open_job_store(locator).job_exists(store_id)
+
+    def _job_committed(self, store_id: str) -> bool:
+        """True when the job store holds the work of job ``store_id`` (the job is gone, or its body
+        has run): asked about a previous leader's task whose end the master could not tell."""
+        locator = getattr(self.config, "jobStore", None)
+        if not locator:
+            return False
+        job_store = self._open_job_store(locator)
+        if not job_store.job_exists(store_id):
+            return True
+        return not job_store.load_job(store_id).has_body()
+
+    def _open_job_store(self, locator: str) -> Any:
         if self._job_store is None:
             from toil.common import Toil
 
             self._job_store = Toil.getJobStore(locator)
-        return not self._job_store.job_exists(store_id)
+        return self._job_store
 
     def killBatchJobs(self, jobIDs: list[int]) -> None:
         with self.state_lock:

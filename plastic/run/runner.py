@@ -19,7 +19,8 @@ shutdown kills its tasks, and the framework stays registered for FAILOVER_S.  Wh
 is in run_dir/run.json.  `resume(run_dir)` (plastic run --resume RUN_DIR) brings the embedded Redis
 back from its AOF, re-attaches to the cluster (or starts a new one if it is gone), restarts the
 watchers and runs `toil-cwl-runner --restart` on the same job store and run id; the batch system
-takes the framework over and kills the old leader's tasks (plastic.core.orphans).
+takes the framework over and adopts the old leader's running tasks that can finish within the adopt
+window (`--adopt-seconds`), killing the rest (plastic.core.orphans).
 
 On a local cluster every spot agent gets its `plastic agent-watch` (python -m plastic.watch) on
 the agent's emulated IMDS, publishing notices into the run's Redis, where the batch system's
@@ -306,7 +307,7 @@ def execute(request: RunRequest, display: Display | None = None,
         "report_path": None if request.report_path is None else str(request.report_path.resolve()),
         "catalog_path": request.catalog_path, "max_agents": request.max_agents,
         "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
-        "toil_args": list(request.toil_args)}, indent=2) + "\n")
+        "toil_args": list(request.toil_args), "started_at": time.time()}, indent=2) + "\n")
     notes: list[str] = []
     cleanups: list[Callable[[], None]] = []
     try:
@@ -385,7 +386,8 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
 
 def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_id: str, store: Any, master: str,
               redis_url: str, local_agents: list[Any], lease: Any, notes: list[str], display: Display,
-              on_started: Callable[[str, Path], None] | None, *, restart: bool) -> RunResult:
+              on_started: Callable[[str, Path], None] | None, *, restart: bool,
+              adopt_s: float | None = None, started_at: float | None = None) -> RunResult:
     """Toil's leader (fresh, or --restart on the run's job store) until it ends; outputs, report, run state."""
     for text in notes:
         display.note(text)
@@ -395,6 +397,8 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}"]
         if restart:
             extra.append("--restart")
+            if adopt_s is not None:
+                extra += ["--plasticAdoptSeconds", f"{adopt_s:g}"]
         inv = build_invocation(workflow=Path(lowered.workflow_path), job=request.job and request.job.resolve(),
                                outdir=request.outdir.resolve(), run_dir=run_dir, master=master,
                                redis_url=redis_url, run_id=run_id, policy_path=Path(lowered.policy_path),
@@ -404,7 +408,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             display.note(text)
         if on_started is not None:
             on_started(run_id, run_dir)
-        started = time.time()
+        started = time.time() if started_at is None else started_at  # a resume reports the whole run
         progress = Progress({a.id: a.cluster for a in local_agents})
         follower = EventFollower(store, run_id)
         events: list[Any] = []
@@ -471,8 +475,9 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
 
 
 def resume(run_dir: Path, redis_url: str | None = None, display: Display | None = None,
-           on_started: Callable[[str, Path], None] | None = None) -> RunResult:
-    """Go on with a run whose `plastic run` was killed (see the module docstring)."""
+           on_started: Callable[[str, Path], None] | None = None, *, adopt_s: float | None = None) -> RunResult:
+    """Go on with a run whose `plastic run` was killed (see the module docstring); ``adopt_s``: the
+    batch system's adopt window for the killed run's still-running tasks (None: its default)."""
     from plastic.cwl.lower import lower_workflow
     from plastic.store import Store, connect, start_embedded
 
@@ -526,7 +531,8 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         display.note(f"resuming run {run_id}: " + ("toil-cwl-runner --restart on its job store" if restart
                                                     else "Toil had saved nothing yet; starting it again"))
         return _run_toil(request, plan, lowered, run_dir, run_id, store, master, url, local_agents, lease,
-                         notes, display, on_started, restart=restart)
+                         notes, display, on_started, restart=restart, adopt_s=adopt_s,
+                         started_at=saved.get("started_at"))
     finally:
         _stop_all(cleanups)
 

@@ -95,4 +95,7 @@ def report_table(report: RunReport) -> Group:
         f"estimated cost {report.cost_usd:.6f} USD; all on-demand {report.on_demand_cost_usd:.6f} USD"
         + (f" (saved {report.savings:.1%})" if report.on_demand_cost_usd > 0 else ""),
     ]
+    if report.orphans_adopted or report.orphans_killed:
+        lines.append(f"resume: the killed run's running tasks adopted {report.orphans_adopted}, "
+                     f"killed and run again {report.orphans_killed}")
     return Group(table, *(Text(line) for line in lines))

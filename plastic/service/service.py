@@ -3,14 +3,22 @@
 Each run is a `plastic run --run-id ID --redis URL --quiet` child process (its own Toil leader,
 its own local cluster unless the service was given `--master`), so a failing run cannot take
 the service down, and every run records itself in Redis exactly as a run started by hand.
+Children run in their own sessions: they outlive a service that is killed.
 
 The service's own bookkeeping:
 
-- at start, runs still SUBMITTED that are not in the queue (popped by a service that then
-  died) are queued again; runs left RUNNING by a dead service whose process is gone are
-  marked FAILED with the reason (issue 5 turns this into a resume);
-- a child that exits while its run is not in a final state (killed, crashed) gets its run
-  marked FAILED with the exit code, so `plastic status` never shows a run running forever.
+- at start (`recover`), what a dead service left: a run whose `plastic run` is still alive (its
+  `pid`; its directory under the runs directory) is watched by pid; a RUNNING run whose process
+  is gone is resumed with `plastic run --resume RUN_DIR` as a new child (plastic.run.runner), at
+  most MAX_RESUMES times per run (counted in its `resumes` field); one that cannot be resumed
+  (no run.json, not yet RUNNING, resumed too often) is marked FAILED with the reason; runs still
+  SUBMITTED, not in the queue and with no live process (popped by the dead service) are queued
+  again;
+- a watched process that goes while its run is not over was orphaned by the dead service: the
+  run is resumed as above;
+- a child of this service that exits while its run is not over (it failed, or was killed under
+  a live service) gets its run marked FAILED with the exit code, so `plastic status` never shows
+  a run running forever.
 """
 
 from __future__ import annotations
@@ -22,23 +30,60 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from plastic.core.lifecycle import RunState, TransitionError
 from plastic.procs import pid_alive
-from plastic.store import Store
+from plastic.run.runner import RUN_FILE
+from plastic.store import RunRecord, Store
 
 log = logging.getLogger(__name__)
 
 FINAL = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
+MAX_RESUMES = 3
+LOG_FILE = "plastic-run.log"
 
 
 @dataclass
 class Child:
+    """A `plastic run` the service watches: one it started (process), or one a dead service started (pid only)."""
+
     run_id: str
-    process: subprocess.Popen
+    pid: int
     log_path: Path
+    process: subprocess.Popen | None = None
+
+    @property
+    def adopted(self) -> bool:
+        return self.process is None
+
+    def running(self) -> bool:
+        return pid_alive(self.pid) if self.process is None else self.process.poll() is None
+
+    def send(self, signum: int) -> None:
+        if self.process is not None:
+            self.process.send_signal(signum)
+            return
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout_s: float) -> bool:
+        """True when the process ended within timeout_s."""
+        deadline = time.monotonic() + timeout_s
+        while self.running():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code of a child that ended; None for an adopted process (not ours to wait for)."""
+        return None if self.process is None else self.process.returncode
 
 
 def submission_fields(workflow: Path, job: Path | None, outdir: Path, toil_args: tuple[str, ...]) -> dict[str, str]:
@@ -61,7 +106,8 @@ class Service:
     # ------------------------------------------------------------ start-up
 
     def recover(self) -> list[str]:
-        """Queue again what a dead service popped; fail what a dead service left running."""
+        """Take over what a dead service left: watch live runs, resume or fail dead ones, queue popped
+        submissions again (returns those)."""
         queued = set()
         for raw in self.store.client.lrange(self.store.keys.submissions(), 0, -1):
             try:
@@ -70,16 +116,26 @@ class Service:
                 continue
         again: list[str] = []
         for run in self.store.list_runs(RunState.SUBMITTED):
-            if run.id not in queued:
+            if run.id not in queued and not self._adopt(run):
                 self.store.push_submission({"run": run.id})
                 again.append(run.id)
         for state in (RunState.PLANNING, RunState.RUNNING):
             for run in self.store.list_runs(state):
-                pid = int(run.fields.get("pid") or 0)
-                if pid and pid_alive(pid):
-                    continue
-                self._fail(run.id, "the service stopped while the run was in progress")
+                if not self._adopt(run):
+                    self._resume_or_fail(run, "the service stopped while the run was in progress")
         return again
+
+    def _adopt(self, run: RunRecord) -> bool:
+        """True when the run's process is alive; watched by pid when it is one of this service's runs
+        (a run started by hand on the same Redis is left alone)."""
+        pid = int(run.fields.get("pid") or 0)
+        if not (pid and pid_alive(pid)):
+            return False
+        run_dir = self.runs_dir / run.id
+        if run_dir.is_dir():
+            self.children[run.id] = Child(run.id, pid, run_dir / LOG_FILE)
+            log.info("run %s: its plastic run (pid %d) outlived the previous service; watching it", run.id, pid)
+        return True
 
     # ------------------------------------------------------------ the loop
 
@@ -120,39 +176,77 @@ class Service:
         toil_args = json.loads(f.get("toil_args") or "[]")
         if toil_args:
             argv += ["--", *toil_args]
-        log_path = run_dir / "plastic-run.log"
+        child = self._spawn(run_id, argv, run_dir)
+        # the child records the same pid itself once planning starts; recorded now, a service that dies
+        # before then finds the child alive at its next start instead of queueing the run a second time
+        self.store.client.hset(self.store.keys.run(run_id), "pid", child.pid)
+        log.info("run %s started (pid %d), log %s", run_id, child.pid, child.log_path)
+
+    def resume(self, run_id: str, run_dir: Path) -> None:
+        """`plastic run --resume RUN_DIR` as a child, counted in the run's `resumes` field."""
+        count = self.store.client.hincrby(self.store.keys.run(run_id), "resumes", 1)
+        argv = [sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--redis", self.redis_url, "--quiet"]
+        child = self._spawn(run_id, argv, run_dir)
+        log.info("run %s resumed (pid %d; resume %d of at most %d), log %s", run_id, child.pid, count, MAX_RESUMES,
+                 child.log_path)
+
+    def _spawn(self, run_id: str, argv: list[str], run_dir: Path) -> Child:
+        log_path = run_dir / LOG_FILE
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
-        self.children[run_id] = Child(run_id, proc, log_path)
-        log.info("run %s started (pid %d), log %s", run_id, proc.pid, log_path)
+        self.children[run_id] = Child(run_id, proc.pid, log_path, proc)
+        return self.children[run_id]
 
     def reap(self) -> None:
         for run_id, child in list(self.children.items()):
-            code = child.process.poll()
-            if code is None:
+            if child.running():
                 continue
             del self.children[run_id]
+            log.info("run %s: plastic run (pid %d) ended, exit %s", run_id, child.pid,
+                     "unknown (adopted)" if child.adopted else child.exit_code)
             run = self.store.get_run(run_id)
-            if run is not None and run.state not in FINAL:
-                self._fail(run_id, f"plastic run exited with {code} before the run ended; see {child.log_path}")
-            log.info("run %s ended (exit %d)", run_id, code)
+            if run is None or run.state in FINAL:
+                continue
+            if not child.adopted:
+                self._fail(run_id, f"plastic run exited with {child.exit_code} before the run ended; "
+                                   f"see {child.log_path}")
+            elif self.stopping.is_set():
+                self._fail(run_id, f"plastic run (pid {child.pid}) did not end its run when the service stopped")
+            else:
+                self._resume_or_fail(run, f"its plastic run (pid {child.pid}, started by a previous service) "
+                                          "ended before the run did")
+
+    def _resume_or_fail(self, run: RunRecord, why: str) -> None:
+        """Resume a RUNNING run orphaned by a dead service, or fail it saying why it cannot be resumed."""
+        run_dir = self.runs_dir / run.id
+        resumes = int(run.fields.get("resumes") or 0)
+        if run.state is not RunState.RUNNING:
+            self._fail(run.id, f"{why}; it was {run.state}, nothing to resume")
+        elif not (run_dir / RUN_FILE).is_file():
+            self._fail(run.id, f"{why}; no {run_dir / RUN_FILE} to resume it from")
+        elif resumes >= MAX_RESUMES:
+            self._fail(run.id, f"{why}; resumed {resumes} times already, not again")
+        else:
+            log.info("run %s: %s; resuming it", run.id, why)
+            self.resume(run.id, run_dir)
 
     def _fail(self, run_id: str, reason: str) -> None:
         try:
             self.store.transition_run(run_id, RunState.FAILED, fields={"error": reason})
         except TransitionError as exc:
             log.warning("run %s: %s", run_id, exc)
+            return
+        log.warning("run %s marked FAILED: %s", run_id, reason)
 
     def shutdown(self, grace_s: float = 30.0) -> None:
-        """Stop children (SIGINT: they cancel their runs and clean up), then reap them."""
+        """Stop children, adopted ones too (SIGINT: they cancel their runs and clean up), then reap them."""
+        self.stopping.set()
         for child in self.children.values():
-            if child.process.poll() is None:
-                child.process.send_signal(signal.SIGINT)
+            if child.running():
+                child.send(signal.SIGINT)
         for child in list(self.children.values()):
-            try:
-                child.process.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                child.process.kill()
-                child.process.wait()
+            if not child.wait(grace_s):
+                child.send(signal.SIGKILL)
+                child.wait(grace_s)
         self.reap()

@@ -6,6 +6,7 @@ from plastic.core.jobbook import (
     Acknowledge,
     JobBook,
     KillTask,
+    KnownTask,
     Reconcile,
     Record,
     Resumed,
@@ -21,15 +22,15 @@ def recs(cmds, kind):
 
 def test_resumed_reconciles_known_and_implicitly():
     book = JobBook()
-    cmds = book.handle(Resumed((("3.1", "a1"), ("4.2", None))), 0.0)
+    cmds = book.handle(Resumed((KnownTask("3.1", "a1"), KnownTask("4.2", None))), 0.0)
     reconciles = [c for c in cmds if isinstance(c, Reconcile)]
     assert reconciles == [Reconcile((("3.1", "a1"), ("4.2", None))), Reconcile(())]
     assert book.orphans_left() == 2 and recs(cmds, "resumed")
 
 
-def test_running_orphan_is_killed_once_then_forgotten():
-    book = JobBook(kill_retry_s=30.0)
-    book.handle(Resumed((("3.1", "a1"),)), 0.0)
+def test_running_orphan_is_killed_once_then_forgotten_without_an_adopt_window():
+    book = JobBook(kill_retry_s=30.0)  # adopt_s = 0: nothing is adopted
+    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
     cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
     assert [c for c in cmds if isinstance(c, KillTask)] == [KillTask("3.1", "a1")]
     assert recs(cmds, "orphan_kill")
@@ -45,7 +46,7 @@ def test_running_orphan_is_killed_once_then_forgotten():
 
 def test_orphan_finished_while_leader_was_down_is_only_acknowledged():
     book = JobBook()
-    book.handle(Resumed((("3.1", "a1"),)), 0.0)
+    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
     cmds = book.handle(StatusReceived("3.1", "TASK_FINISHED", agent_id="a1", uuid="u"), 0.5)
     assert not [c for c in cmds if isinstance(c, KillTask)]
     assert [c for c in cmds if isinstance(c, Acknowledge)] and recs(cmds, "orphan_ended")
@@ -54,7 +55,7 @@ def test_orphan_finished_while_leader_was_down_is_only_acknowledged():
 
 def test_unknown_task_after_resume_is_an_orphan_and_silent_orphans_are_given_up():
     book = JobBook()
-    book.handle(Resumed((("3.1", "a1"),)), 0.0)
+    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
     cmds = book.handle(StatusReceived("9.1", "TASK_RUNNING", agent_id="a2"), 1.0)  # learnt from the implicit answer
     assert [c for c in cmds if isinstance(c, KillTask)] == [KillTask("9.1", "a2")]
     cmds = book.handle(Tick(), 30.0)
@@ -64,12 +65,12 @@ def test_unknown_task_after_resume_is_an_orphan_and_silent_orphans_are_given_up(
 
 def test_orphans_alone():
     o = Orphans(confirm_s=5.0, kill_retry_s=10.0)
-    o.expect("1.1", "a", 0.0)
+    o.expect(KnownTask("1.1", "a"), 0.0)
     assert o.status("1.1", "TASK_KILLING", "a", 1.0).action == "none"
     assert [s.action for s in o.tick(11.0)] == ["kill"]
     assert o.status("1.1", "TASK_LOST", "a", 12.0).action == "ended"
     assert o.status("1.1", "TASK_RUNNING", "a", 13.0).action == "none"  # a late duplicate
-    o.expect("1.1", "a", 14.0)  # already accounted for
+    o.expect(KnownTask("1.1", "a"), 14.0)  # already accounted for
     assert len(o) == 0
 
 
@@ -77,3 +78,109 @@ def test_before_resume_unknown_tasks_are_only_recorded():
     book = JobBook()
     cmds = book.handle(StatusReceived("9.1", "TASK_RUNNING", agent_id="a2"), 1.0)
     assert recs(cmds, "unknown_task") and not [c for c in cmds if isinstance(c, KillTask)]
+
+
+# ---------------------------------------------------------------- adoption
+
+
+def kills(cmds):
+    return [c for c in cmds if isinstance(c, KillTask)]
+
+
+def test_running_orphan_that_fits_the_window_is_adopted_and_its_end_recorded():
+    estimates = {"align": 100.0}
+    book = JobBook(estimates.get, adopt_s=300.0)
+    book.handle(Resumed((KnownTask("3.1", "a1", tool="align", running_s=60.0),)), 0.0)
+    cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
+    assert not kills(cmds)
+    adopted = recs(cmds, "orphan_adopted")
+    assert adopted and adopted[0].fields["remaining_estimate_s"] == 39.0  # 100 - (60 + 1)
+    assert not kills(book.handle(Tick(), 200.0))  # still inside the window
+    cmds = book.handle(StatusReceived("3.1", "TASK_FINISHED", agent_id="a1", uuid="u"), 210.0)
+    ended = recs(cmds, "orphan_ended")[0].fields
+    assert ended["state"] == "TASK_FINISHED" and ended["adopted"] is True
+    assert book.orphans_left() == 0
+
+
+def test_running_orphan_expected_to_outlast_the_window_is_killed_at_once():
+    book = JobBook({"long": 3600.0}.get, adopt_s=300.0)
+    book.handle(Resumed((KnownTask("3.1", "a1", tool="long", running_s=10.0),)), 0.0)
+    cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
+    assert kills(cmds) == [KillTask("3.1", "a1")]
+    assert recs(cmds, "orphan_kill")[0].fields["reason"] == "no_fit"
+    ended = recs(book.handle(StatusReceived("3.1", "TASK_KILLED", agent_id="a1"), 2.0), "orphan_ended")[0]
+    assert ended.fields["adopted"] is False
+
+
+def test_adopted_orphan_still_running_when_the_window_closes_is_killed():
+    book = JobBook(adopt_s=120.0)  # no estimate: adopted for the whole window
+    book.handle(Resumed((KnownTask("3.1", "a1", tool="mystery"),)), 0.0)
+    assert recs(book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0), "orphan_adopted")
+    assert not kills(book.handle(Tick(), 119.0))
+    cmds = book.handle(Tick(), 120.0)
+    assert kills(cmds) == [KillTask("3.1", "a1")]
+    assert recs(cmds, "orphan_kill")[0].fields["reason"] == "adopt_window"
+    assert book.orphans_left() == 1  # until the master confirms the kill
+
+
+def test_window_runs_from_the_resume_not_from_each_answer():
+    book = JobBook({"t": 50.0}.get, adopt_s=100.0)
+    book.handle(Resumed((KnownTask("3.1", "a1", tool="t", running_s=0.0),)), 0.0)
+    # the answer comes late: 80 s into the window, 50 - 80 < 0 s left by the estimate -> fits
+    assert recs(book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 80.0), "orphan_adopted")
+    # a task learnt from the implicit answer after the window closed is killed
+    assert kills(book.handle(StatusReceived("9.1", "TASK_RUNNING", agent_id="a2"), 101.0)) == [KillTask("9.1", "a2")]
+
+
+def test_estimate_uses_time_already_run():
+    o = Orphans(adopt_s=100.0, runtime_estimate={"t": 150.0}.get)
+    o.begin(0.0)
+    o.expect(KnownTask("1.1", "a", tool="t", running_s=70.0), 0.0)
+    o.expect(KnownTask("2.1", "a", tool="t", running_s=10.0), 0.0)
+    assert o.status("1.1", "TASK_RUNNING", "a", 0.0).action == "adopt"  # 80 s left <= 100
+    assert o.status("2.1", "TASK_RUNNING", "a", 0.0).action == "kill"  # 140 s left > 100
+    assert o.adopted() == 1
+
+
+def test_framework_removed_before_the_resume_ends_every_orphan_at_once():
+    book = JobBook(adopt_s=300.0)
+    cmds = book.handle(Resumed((KnownTask("3.1", "a1"), KnownTask("4.1", "a2")), framework_removed=True), 0.0)
+    ended = recs(cmds, "orphan_ended")
+    assert [(r.fields["task"], r.fields["state"], r.fields["reason"]) for r in ended] == [
+        ("3.1", "TASK_KILLED", "framework_removed"), ("4.1", "TASK_KILLED", "framework_removed")]
+    assert not [c for c in cmds if isinstance(c, Reconcile)] and book.orphans_left() == 0
+
+
+def test_an_end_the_master_cannot_tell_is_checked_against_the_job_store():
+    from plastic.core.jobbook import OrphanChecked
+
+    book = JobBook(adopt_s=300.0)
+    book.handle(Resumed((KnownTask("3.1", "a1", job_store_id="js-3"), KnownTask("4.1", "a1", job_store_id="js-4"),
+                         KnownTask("5.1", "a1"))), 0.0)
+    cmds = book.handle(StatusReceived("3.1", "TASK_GONE", agent_id="a1"), 1.0)
+    assert [r.fields["job_store_id"] for r in recs(cmds, "orphan_check")] == ["js-3"] and not recs(cmds, "orphan_ended")
+    assert book.orphans_left() == 3  # still waiting for the answer
+    ended = recs(book.handle(OrphanChecked("3.1", committed=True), 1.5), "orphan_ended")[0].fields
+    assert (ended["state"], ended["reason"]) == ("TASK_FINISHED", "job_store")
+    book.handle(StatusReceived("4.1", "TASK_GONE", agent_id="a1"), 2.0)
+    ended = recs(book.handle(OrphanChecked("4.1", committed=False), 2.5), "orphan_ended")[0].fields
+    assert ended["state"] == "TASK_GONE"
+    # no job store id: nothing to check
+    assert recs(book.handle(StatusReceived("5.1", "TASK_GONE", agent_id="a1"), 3.0), "orphan_ended")
+    assert book.orphans_left() == 0
+    assert not book.handle(OrphanChecked("3.1", committed=True), 4.0)  # a late answer changes nothing
+
+
+def test_silent_and_removed_orphans_are_checked_too():
+    from plastic.core.jobbook import OrphanChecked
+
+    book = JobBook()
+    book.handle(Resumed((KnownTask("3.1", "a1", job_store_id="js-3"),)), 0.0)
+    cmds = book.handle(Tick(), 30.0)  # no answer for confirm_s
+    assert recs(cmds, "orphan_check") and not recs(cmds, "orphan_unknown")
+    assert recs(book.handle(OrphanChecked("3.1", committed=False), 30.5), "orphan_unknown")
+    removed = JobBook()
+    cmds = removed.handle(Resumed((KnownTask("3.1", "a1", job_store_id="js-3"),), framework_removed=True), 0.0)
+    assert recs(cmds, "orphan_check")[0].fields["reason"] == "framework_removed"
+    ended = recs(removed.handle(OrphanChecked("3.1", committed=False), 0.5), "orphan_ended")[0].fields
+    assert (ended["state"], ended["reason"]) == ("TASK_KILLED", "framework_removed")

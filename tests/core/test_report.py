@@ -90,3 +90,27 @@ def test_progress_learns_agents_from_events():
     p.apply(ev("agent", 0, agent_id="x", cluster="burst-large", preemptible=True))
     p.apply(ev("placed", 1, job_id="7", agent_id="x"))
     assert p.clusters["burst-large"].running == 1
+
+
+def test_resume_counts_each_toil_job_once_and_adopted_orphans_as_finished():
+    ev = [
+        RunEvent("issued", 1.0, {"job_id": "1", "job_store_id": "js-a"}),
+        RunEvent("issued", 1.0, {"job_id": "2", "job_store_id": "js-b"}),
+        RunEvent("issued", 1.0, {"job_id": "3", "job_store_id": "js-c"}),
+        RunEvent("placed", 2.0, {"job_id": "1", "task": "1.1"}),
+        RunEvent("placed", 2.0, {"job_id": "2", "task": "2.1"}),
+        RunEvent("placed", 2.0, {"job_id": "3", "task": "3.1"}),
+        # the leader dies; the resumed one adopts 1.1, kills 2.1, and 3.1 had finished meanwhile
+        RunEvent("orphan_adopted", 10.0, {"task": "1.1"}),
+        RunEvent("orphan_kill", 10.0, {"task": "2.1", "reason": "no_fit"}),
+        RunEvent("orphan_ended", 10.5, {"task": "3.1", "state": "TASK_FINISHED", "adopted": False}),
+        RunEvent("orphan_ended", 11.0, {"task": "2.1", "state": "TASK_KILLED", "adopted": False}),
+        RunEvent("orphan_ended", 12.0, {"task": "1.1", "state": "TASK_FINISHED", "adopted": True}),
+        RunEvent("issued", 13.0, {"job_id": "1000001", "job_store_id": "js-b"}),  # run again by the new leader
+        RunEvent("placed", 13.0, {"job_id": "1000001", "task": "1000001.1"}),
+        RunEvent("ended", 20.0, {"job_id": "1000001", "outcome": "finished"}),
+    ]
+    r = build_report(run_id="r", workflow="w", outcome="succeeded", started_at=0, ended_at=30, agents=[], events=ev)
+    assert (r.tasks, r.tasks_finished, r.tasks_failed, r.attempts) == (3, 3, 0, 4)
+    assert (r.orphans_adopted, r.orphans_killed) == (1, 1)
+    assert r.to_json()["orphans_adopted"] == 1

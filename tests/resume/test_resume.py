@@ -3,7 +3,9 @@
 Each case: a slow scatter (3 x `sleep`, then a gather) started with `plastic run`; SIGKILL when the
 local cluster is up (before Toil issued anything), while tasks run, or after some steps finished;
 then --resume completes with the right output, no Toil job (jobStoreID) finished twice, and the
-local cluster is gone at the end.  About 40-90 s each on two cores.
+local cluster is gone at the end.  Killed while tasks run, the resume adopts them (they finish
+and are not run again) or, with --adopt-seconds 0, kills and reruns them.  About 40-90 s each on
+two cores.
 """
 
 from __future__ import annotations
@@ -65,13 +67,17 @@ def _point(name: str, run_dir: Path):
     return lambda: any(d["kind"] == "ended" and d.get("outcome") == "finished" for d in _decisions(run_dir))
 
 
-@pytest.mark.parametrize("point", ["cluster_up", "tasks_running", "steps_finished"])
-def test_sigkill_then_resume(tmp_path, point):
+def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tuple[str, ...] = (),
+                      resume_args: tuple[str, ...] = (), pause_s: float = 1.0):
+    """`plastic run` the slow scatter, SIGKILL it at ``point``, wait ``pause_s``, `plastic run --resume`;
+    checks the output, the cluster's end and the one FINISHED per Toil job; returns (decisions, tasks)."""
     job = tmp_path / "job.yml"
-    job.write_text("items: [1, 2, 3]\nseconds: 5\n")
+    job.write_text(f"items: [1, 2, 3]\nseconds: {seconds}\n")
     run_dir, out = tmp_path / "run", tmp_path / "out"
     cmd = [sys.executable, "-m", "plastic", "run", str(DATA / "slow-scatter.cwl"), str(job), "--outdir", str(out),
            "--run-dir", str(run_dir), "--quiet"]
+    if toil_args:
+        cmd += ["--", *toil_args]
     with open(tmp_path / "first.log", "wb") as log:
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=log, stderr=log)
     try:
@@ -80,9 +86,9 @@ def test_sigkill_then_resume(tmp_path, point):
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     cluster = json.loads((run_dir / "cluster.json").read_text())
-    time.sleep(1.0)  # the embedded Redis gets SIGTERM from the kernel; let it write its AOF and go
-    res = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet"],
-                         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=110, check=False)
+    time.sleep(pause_s)  # the embedded Redis gets SIGTERM from the kernel; let it write its AOF and go
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet", *resume_args],
+                         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=150, check=False)
     assert res.returncode == 0, res.stderr[-4000:] + (run_dir / "toil.log").read_text()[-4000:]
     assert (out / "joined.txt").read_text() == "item 1\nitem 2\nitem 3\n"
     assert not pid_alive(int(cluster["pid"])), "the local cluster outlived the resumed run"
@@ -97,7 +103,56 @@ def test_sigkill_then_resume(tmp_path, point):
         tasks = store.get_tasks(run_id)
         finished = Counter(t.spec.get("job_store_id") for t in tasks if str(t.state).endswith("FINISHED"))
         assert finished and all(n == 1 for n in finished.values()), finished
-        assert store.incarnation(run_id) == (2 if point != "cluster_up" else store.incarnation(run_id))
+        if point != "cluster_up":
+            assert store.incarnation(run_id) == 2
         client.close()
     finally:
         server.stop()
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["tasks"] == report["tasks_finished"] == 4, report  # 3 scattered + the gather, across both leaders
+    return _decisions(run_dir), tasks
+
+
+@pytest.mark.parametrize(("point", "adopt_s"), [("cluster_up", None), ("tasks_running", None),
+                                               ("tasks_running", 0), ("steps_finished", None)])
+def test_sigkill_then_resume(tmp_path, point, adopt_s):
+    # killed while tasks run: long enough that they still run when the resume's leader starts
+    decisions, tasks = _kill_then_resume(tmp_path, point, seconds=15 if point == "tasks_running" else 5,
+                                         resume_args=() if adopt_s is None else ("--adopt-seconds", str(adopt_s)))
+    if point == "tasks_running":
+        _check_orphans(decisions, tasks, adopt=adopt_s is None)
+
+
+def test_resume_after_the_failover_timeout_subscribes_anew(tmp_path):
+    """The resume comes after the framework's failover timeout (2 s here): the master removed the
+    framework and killed its tasks; the new leader subscribes as a new framework and runs them again."""
+    decisions, tasks = _kill_then_resume(tmp_path, "tasks_running", seconds=15,
+                                         toil_args=("--plasticFailoverTimeout", "2"), pause_s=5.0)
+    resumed = [d for d in decisions if d["kind"] == "resumed"]
+    assert resumed and resumed[-1]["framework_removed"] is True
+    ids = {d["framework_id"] for d in decisions if d["kind"] == "registered"}
+    assert len(ids) == 2, ids  # the first leader's framework, then a new one
+    ended = [d for d in decisions if d["kind"] == "orphan_ended"]
+    assert ended and all(d.get("reason") == "framework_removed" for d in ended), ended
+    by_job = {t.id: t.spec.get("job_store_id") for t in tasks}
+    runs = Counter(by_job.values())
+    assert all(runs[by_job[d["task"].split(".")[0]]] == 2 for d in ended)  # killed by the master: run again
+
+
+def _check_orphans(decisions: list[dict], tasks: list, *, adopt: bool) -> None:
+    """Adopted: the old leader's running tasks finished and their jobs were not run again; not
+    adopted (--adopt-seconds 0): they were killed and their jobs ran again, once."""
+    by_job = {t.id: t.spec.get("job_store_id") for t in tasks}
+    runs = Counter(by_job.values())
+    adopted = [d["task"] for d in decisions if d["kind"] == "orphan_adopted"]
+    killed = [d["task"] for d in decisions if d["kind"] == "orphan_kill"]
+    if adopt:
+        assert adopted and not killed, (adopted, killed)
+        ended = {d["task"]: d for d in decisions if d["kind"] == "orphan_ended"}
+        for task in adopted:
+            assert ended[task]["state"] == "TASK_FINISHED" and ended[task]["adopted"] is True
+            assert runs[by_job[task.split(".")[0]]] == 1, f"the job of adopted task {task} ran again"
+    else:
+        assert killed and not adopted, (adopted, killed)
+        for task in killed:
+            assert runs[by_job[task.split(".")[0]]] == 2, f"the job of killed task {task} did not run again"
