@@ -17,6 +17,10 @@ def run_command(command: click.Command) -> None:
     except click.exceptions.Abort:
         click.echo("plastic: aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line, naming the command, instead of click's usage block
+        where = _command_path(exc.ctx)
+        click.echo(f"{where}: {exc.format_message()} (see {where} --help)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -33,3 +37,12 @@ def run_command(command: click.Command) -> None:
         click.echo(f"plastic: internal error: {type(exc).__name__}: {exc} (set PLASTIC_DEBUG=1 for a traceback)",
                    err=True)
         sys.exit(70)
+
+
+def _command_path(ctx: click.Context | None) -> str:
+    """`plastic SUBCOMMAND ...` whatever the program was called (python -m plastic.cli, a script)."""
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(["plastic", *reversed(names)])

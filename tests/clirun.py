@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,3 +25,20 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) 
     assert "Traceback" not in res.stderr
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
+
+
+def read_decisions(run_dir: Path) -> list[dict[str, Any]]:
+    """A run's decisions.jsonl (one JSON object a line).  A line that does not parse is skipped: the
+    last one may still be being written, and a run killed with SIGKILL may leave a torn line before
+    those its resume appends."""
+    try:
+        text = (run_dir / "decisions.jsonl").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out

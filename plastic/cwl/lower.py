@@ -46,6 +46,17 @@ Decisions:
   own hints (true for preempt true or N >= 1, false for false/0, including the
   plan's defaults), replacing any of its own; its own hint beats step and
   workflow hints in cwltool, so Toil's `preemptible` is the plan's.
+* Every class of a requirement or hint that names an http(s) IRI outside CWL
+  (`http://arvados.org/cwl#UsePreemptible` always) is declared in the
+  document's `$namespaces` as a term standing for itself
+  (`"http://arvados.org/cwl#UsePreemptible": "http://arvados.org/cwl#UsePreemptible"`).
+  schema-salad (in cwltool and so in Toil) otherwise checks such a class link
+  with an HTTP HEAD request (`Loader.validate_link` -> `DefaultFetcher.check_exists`),
+  never remembers a failure, and re-resolves the whole packed document for every
+  step it loads: steps x occurrences requests, ~10^4 for 100 steps, minutes to
+  hours without a network.  A link that is a term of the document's vocabulary
+  is not checked; expanding `arv:UsePreemptible` still gives the full IRI,
+  which is what Toil looks up.
 * `plastic:Plasticity` is removed everywhere (workflows, steps, tools): plain
   cwltool and Toil warn about it as a hint and reject it under `requirements`;
   the policy carries what they cannot (preempt N, instanceType).  The
@@ -80,6 +91,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from plastic.core.annotations import ARVADOS_USE_PREEMPTIBLE, PLASTICITY_CLASS
 from plastic.core.errors import InputError, WorkflowError
@@ -363,11 +375,32 @@ class _Rewriter:
         missing = [flat for flat in self.plans if flat not in self.done]
         if missing:
             raise self.fail(f"step '{missing[0]}' not found in the packed document")
+        self._declare_classes(body)
         doc["$namespaces"] = self.namespaces
         if self.packed.get("$schemas"):
             doc["$schemas"] = self.packed["$schemas"]
         doc.update(body)
         return doc
+
+    def _declare_classes(self, body: Mapping[str, Any]) -> None:
+        """Each http(s) class of a requirement or hint, as a term of `$namespaces` naming itself.
+
+        schema-salad's link check (`Loader.validate_link`) leaves alone a link that
+        is a key of the vocabulary, which `$namespaces` adds to; anything else that
+        is not a CWL term or an id of the document costs a HEAD request per
+        occurrence, repeated for every step cwltool loads from the packed document.
+        """
+        processes = body["$graph"] if "$graph" in body else [body]
+        found: set[str] = set()
+        for process in processes:
+            for owner in (process, *(s for s in process.get("steps") or () if isinstance(s, Mapping))):
+                for key in ("requirements", "hints"):
+                    for entry in _entries(owner, key):
+                        cls = _class_of(entry, self.namespaces)
+                        if cls is not None and urlsplit(cls).scheme in ("http", "https"):
+                            found.add(cls)
+        for iri in sorted(found):
+            self.namespaces.setdefault(iri, iri)
 
     @staticmethod
     def _strip(process: dict[str, Any]) -> dict[str, Any]:

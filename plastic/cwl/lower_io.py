@@ -5,7 +5,10 @@ Links: packing and the validation of the result check links without the
 network (an http(s) link is taken to exist): schema-salad would otherwise send
 one HEAD request per unknown hint class per loaded tool, seconds on a
 workflow of a dozen steps.  The original is checked for real by `load_cwl`
-before.
+before.  (The lowered document itself declares the classes of its hints, see
+plastic.cwl.lower, so that cwltool and Toil load it without those requests;
+this fetcher covers what is left: links of the original while packing, and
+any other http(s) link, such as a `format`, while validating.)
 
 Writes: the lowered document is validated with cwltool from a temporary file in
 the output directory before anything takes a final name; then both files are

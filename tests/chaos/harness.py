@@ -27,6 +27,8 @@ from typing import Any
 
 import httpx
 
+from tests.clirun import read_decisions
+
 DATA = Path(__file__).resolve().parent / "data" / "square-sum"
 WORKFLOW = DATA / "square-sum.cwl"
 MASTER_LINE = re.compile(r"local cluster at (http://[\d.]+:\d+)")
@@ -61,7 +63,6 @@ class ChaosRun:
         self.run_dir = tmp / "run"
         self.outdir = tmp / "out"
         self.report_path = tmp / "report.json"
-        self.decisions_path = self.run_dir / "decisions.jsonl"
         self.deadline = time.monotonic() + timeout_s
         self.started = time.time()
         cmd = [sys.executable, "-m", "plastic", "run", str(WORKFLOW), str(job), "--plan", str(plan),
@@ -116,18 +117,8 @@ class ChaosRun:
         httpx.post(self.master + "/plastic/kill-agent", json={"agent_id": agent_id}, timeout=10).raise_for_status()
 
     def decisions(self) -> list[dict[str, Any]]:
-        """The decisions written so far (a line being written is left for the next read)."""
-        try:
-            text = self.decisions_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in text.splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                break
-        return out
+        """The decisions written so far."""
+        return read_decisions(self.run_dir)
 
     def finished_count(self) -> int:
         return sum(1 for d in self.decisions() if d["kind"] == "ended" and d.get("outcome") == "finished")

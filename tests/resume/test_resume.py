@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from plastic.procs import pid_alive
-from tests.clirun import REPO
+from tests.clirun import REPO, read_decisions
 
 pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
@@ -37,20 +37,6 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _decisions(run_dir: Path) -> list[dict]:
-    try:
-        text = (run_dir / "decisions.jsonl").read_text()
-    except OSError:
-        return []
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
-
-
 def _wait(pred, proc: subprocess.Popen, what: str) -> None:
     deadline = time.monotonic() + WAIT_S
     while not pred():
@@ -63,8 +49,8 @@ def _point(name: str, run_dir: Path):
     if name == "cluster_up":
         return lambda: (run_dir / "cluster.json").is_file()
     if name == "tasks_running":
-        return lambda: any(d["kind"] == "running" for d in _decisions(run_dir))
-    return lambda: any(d["kind"] == "ended" and d.get("outcome") == "finished" for d in _decisions(run_dir))
+        return lambda: any(d["kind"] == "running" for d in read_decisions(run_dir))
+    return lambda: any(d["kind"] == "ended" and d.get("outcome") == "finished" for d in read_decisions(run_dir))
 
 
 def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tuple[str, ...] = (),
@@ -110,7 +96,7 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
         server.stop()
     report = json.loads((run_dir / "report.json").read_text())
     assert report["tasks"] == report["tasks_finished"] == 4, report  # 3 scattered + the gather, across both leaders
-    return _decisions(run_dir), tasks
+    return read_decisions(run_dir), tasks
 
 
 @pytest.mark.parametrize(("point", "adopt_s"), [("cluster_up", None), ("tasks_running", None),

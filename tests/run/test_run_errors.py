@@ -64,3 +64,17 @@ def test_unreachable_redis(tmp_path):
 def test_options_must_follow_double_dash(tmp_path: Path):
     res = plastic("run", SG / "scatter-gather.cwl", "--bogus", cwd=tmp_path)
     assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_resume_options_are_checked_in_one_line(tmp_path):
+    assert_one_line_error(plastic("run", "--adopt-seconds", "5", SG / "scatter-gather.cwl", cwd=tmp_path),
+                          "--adopt-seconds", "--resume")
+    assert_one_line_error(plastic("run", "--resume", tmp_path, "--adopt-seconds", "-1", cwd=tmp_path),
+                          "--adopt-seconds")
+    assert_one_line_error(plastic("run", "--resume", tmp_path / "gone", cwd=tmp_path), "gone")
+    # a directory that is not a run's
+    assert_one_line_error(plastic("run", "--resume", tmp_path, cwd=tmp_path), "run.json", str(tmp_path))
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    assert_one_line_error(plastic("run", "--no-such-option", cwd=tmp_path), "plastic run", "--no-such-option")
