@@ -390,7 +390,7 @@ class _Rewriter:
         is not a CWL term or an id of the document costs a HEAD request per
         occurrence, repeated for every step cwltool loads from the packed document.
         """
-        processes = body["$graph"] if "$graph" in body else [body]
+        processes = body.get("$graph", [body])
         found: set[str] = set()
         for process in processes:
             for owner in (process, *(s for s in process.get("steps") or () if isinstance(s, Mapping))):

@@ -31,6 +31,7 @@ from plastic.cwl.lower import (
 )
 from tests.clirun import assert_one_line_error
 from tests.cwl.helpers import CWLTOOL, EXAMPLES, ROOT, data, example
+from tests.cwl.netrecord import proxy_env, proxy_recorder
 
 VENV_BIN = Path(sys.executable).parent
 LOWER = Path(__file__).resolve().parent / "data" / "lower"
@@ -250,8 +251,8 @@ def test_infer_preempt_off(tmp_path):
 
 
 def test_lowered_documents_validate_with_plain_cwltool(tmp_path):
-    # (the examples are validated by running them, below; cwltool checks every unknown hint's class
-    # over the network, about 0.1 s per tool and process here)
+    # (the examples are validated by running them, below; that this needs no network is in
+    # test_lower_offline.py)
     extra = [lower_workflow(data(name), str(tmp_path / name))
              for name in ("v11-workflow.cwl", "import.cwl")]  # v11: plastic under a tool's requirements
     extra.append(lower_workflow(str(LOWER / "twice.cwl"), str(tmp_path / "twice")))
@@ -323,7 +324,11 @@ add_batch_system_factory("plastic_lower_recorder", _factory)
 
 @pytest.mark.toil_e2e
 def test_toil_unit_names_end_with_the_policy_keys(tmp_path):
-    """Scatter elements, a subworkflow step and inline tools: each job is named after its tool copy."""
+    """Scatter elements, a subworkflow step and inline tools: each job is named after its tool copy.
+
+    Run behind a local proxy that records every request: loading the lowered workflow needs no network
+    (see test_lower_offline.py), and the jobs' `preemptible` still follows arv:UsePreemptible.
+    """
     r = lower_workflow(str(LOWER / "shapes.cwl"), str(tmp_path / "lowered"), job_path=str(LOWER / "shapes-job.yml"))
     plugins = tmp_path / "plugins"
     plugins.mkdir()
@@ -337,8 +342,11 @@ def test_toil_unit_names_end_with_the_policy_keys(tmp_path):
            "--disableChaining", "true",  # else a job's successor may run in the same worker, unseen by the batch system
            "--jobStore", f"file:{tmp_path / 'js'}", "--outdir", str(tmp_path / "out"), "--workDir", str(tmp_path),
            r.workflow_path, "shapes-job.yml"]
-    res = subprocess.run(cmd, cwd=LOWER, env=env, capture_output=True, text=True, timeout=180, check=False)
+    with proxy_recorder() as recorder:
+        res = subprocess.run(cmd, cwd=LOWER, env=proxy_env(recorder.url, env), capture_output=True, text=True,
+                             timeout=180, check=False)
     assert res.returncode == 0, res.stderr[-4000:]
+    assert recorder.requests == []
     assert json.loads(res.stdout)["all"]["basename"] == "all.txt"
     assert (tmp_path / "out" / "all.txt").read_text() == "alpha\nbeta\n"
     jobs = [json.loads(line) for line in record.read_text().splitlines()]
