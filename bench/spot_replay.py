@@ -12,9 +12,10 @@
    interruptions, and with the all-on-demand plan.  Each run's outputs are checked (every sink
    step's line).
 
-Toil's CWL loader checks an undefined hint class over HTTP once per lowered step per step loaded
-(quadratic; see the note at `env()`): unless `--online`, the runs get a closed local proxy so those
-checks fail at once (about 20 s of loading for 103 steps instead of half an hour without DNS).
+Unless `--online`, the runs get a closed local proxy, so that any HTTP request the CWL loader makes
+fails at once instead of waiting for DNS.  Workflows lowered by `plastic lower` now make none (the
+class of their preemptible hint is declared; see bench/lowered_load.py); it was quadratic in the
+number of steps before (about half an hour for 103 steps without a network).
 
 Cost, two ways: the plans' USD per hour (what the clusters cost while up), and each run's report
 (agent-hours x price; a spot agent stops costing when it is lost).  Local makespans are scaled and
@@ -79,9 +80,8 @@ def env() -> dict[str, str]:
     e.pop("PLASTIC_REDIS_URL", None)
     e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e.get("PATH", "")
     if OFFLINE:
-        # cwltool/schema-salad HEAD-checks the undefined class http://arvados.org/cwl#UsePreemptible of
-        # every lowered step once per step loaded (n^2 requests, failures never cached); without
-        # internet each one waits for DNS.  A closed local proxy makes them fail at once.
+        # A closed local proxy: any request of the CWL loader fails at once instead of waiting for DNS
+        # (lowered workflows make none since plastic lower declares its hint class; a guard only).
         e.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1,localhost")
     return e
 
