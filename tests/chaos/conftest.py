@@ -30,9 +30,8 @@ def chaos_job(tmp_path_factory):
 @pytest.fixture(scope="session")
 def chaos_plan():
     """One on-demand c5.large (core, 2 vCPUs) and three spot m5.large (burst, 2 vCPUs each): what
-    `plastic plan square-sum.cwl JOB --budget-per-hour 0.2` gives for 60 items (for 50 items the
-    budget planner picks two on-demand nodes instead), kept as a file so the tests do not depend on
-    the planner."""
+    `plastic plan square-sum.cwl JOB --budget-per-hour 0.2` gives for 50 or 60 items, kept as a file
+    so the tests do not depend on the planner."""
     import json
 
     plan = json.loads(PLAN.read_text())
