@@ -25,6 +25,17 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def cmdline_mentions(pid: int, text: str) -> bool | None:
+    """Whether the command line of process ``pid`` has ``text`` in one of its arguments (None where
+    /proc cannot tell): a recorded pid may belong to another process after a reboot."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return None
+    return any(text.encode() in arg for arg in argv)
+
+
 def die_with_parent() -> Callable[[], None] | None:
     """A preexec_fn asking Linux to SIGTERM the child when its parent (thread) dies; None elsewhere."""
     if not sys.platform.startswith("linux"):

@@ -559,7 +559,9 @@ class JobBook:
         parsed = split_task_id(ev.mesos_task_id)
         job = self.jobs.get(parsed[0]) if parsed else None
         if job is None and self.orphans is not None:
-            out.extend(self.orphans.status(ev.mesos_task_id, ev.state, ev.agent_id, now).commands())
+            notice = self.draining.get(ev.agent_id or "")
+            deadline = None if notice is None else notice.terminate_at - self.notice_margin_s
+            out.extend(self.orphans.status(ev.mesos_task_id, ev.state, ev.agent_id, now, deadline).commands())
         elif job is None:
             out.append(Record("unknown_task", {"task": ev.mesos_task_id, "state": ev.state}))
         elif parsed[1] != job.attempt or job.state not in LIVE:

@@ -53,6 +53,9 @@ def received(book: JobBook, ev: NoticeReceived, now: float, out: list[Command]) 
                                              "estimate_s": book.runtime_estimate(job.tool)}))
         else:
             kill_for_notice(book, job, now, out)
+    if book.orphans is not None:  # a resume: the previous leader's adopted tasks there
+        for step in book.orphans.on_notice(ev.agent_id, ev.terminate_at, book.notice_margin_s, now):
+            out.extend(step.commands())
     book._check_unplaceable(book.queued(), now, out)
 
 

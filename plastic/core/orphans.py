@@ -8,7 +8,8 @@ batch job ids, so none of the old tasks belongs to a job of the new book: each i
 A running orphan is adopted when it can finish inside the adopt window (``adopt_s`` from the
 resume): its tool's runtime estimate, less the time it has already run, fits in what is left of
 the window, or there is no estimate.  An adopted orphan runs to its end and its work is kept; it
-is killed when the window closes first.  One that cannot fit is killed at once.
+is killed when the window closes first, or at a terminate notice for its agent when it is not
+expected to end before the agent does.  One that cannot fit is killed at once.
 
     unconfirmed --running, fits--> adopted --terminal status--> gone (record orphan_ended, adopted)
         |                             `-- window closed: KillTask --> killing
@@ -75,7 +76,7 @@ class OrphanStep:
     agent_id: str | None
     action: str  # "adopt" | "kill" | "check" | "ended" | "unknown" | "none"
     state: str | None = None
-    reason: str | None = None  # of a kill: "no_fit" | "adopt_window" | "retry"; of an end: "framework_removed" | "job_store"
+    reason: str | None = None  # of a kill: "no_fit" | "adopt_window" | "notice" | "retry"; of an end: "framework_removed" | "job_store"
     estimate_s: float | None = None  # of an adoption: the expected time left (None: no estimate)
     adopted: bool = False  # of an end: the task had been adopted
     job_store_id: str | None = None  # of a check
@@ -140,8 +141,10 @@ class Orphans:
         ran = (orphan.running_s or 0.0) + (now - orphan.since)
         return max(estimate - ran, 0.0)
 
-    def status(self, task_id: str, state: str, agent_id: str | None, now: float) -> OrphanStep:
-        """A status of a task no job of the book owns."""
+    def status(self, task_id: str, state: str, agent_id: str | None, now: float,
+               agent_deadline: float | None = None) -> OrphanStep:
+        """A status of a task no job of the book owns; ``agent_deadline``: by when a task on that agent
+        must end (its terminate notice less the margin), if it is under one."""
         if task_id in self.ended and task_id not in self.tasks:
             return OrphanStep(task_id, agent_id, "none", state)
         orphan = self.tasks.get(task_id) or self._add(task_id, agent_id, now)
@@ -159,6 +162,8 @@ class Orphans:
             return OrphanStep(task_id, orphan.agent_id, "none", state)
         window_end = self.window_end if self.window_end is not None else now
         remaining = self.remaining_estimate(orphan, now)
+        if agent_deadline is not None and (remaining is None or now + remaining > agent_deadline):
+            return self._kill(orphan, now, "notice")
         if now < window_end and (remaining is None or now + remaining <= window_end):
             orphan.adopted_until = window_end
             return OrphanStep(task_id, orphan.agent_id, "adopt", state, estimate_s=remaining)
@@ -191,6 +196,21 @@ class Orphans:
         orphan.killing = True
         orphan.kill_sent_at = now
         return OrphanStep(orphan.task_id, orphan.agent_id, "kill", orphan.last_state, reason=reason)
+
+    def on_notice(self, agent_id: str, terminate_at: float, margin_s: float, now: float) -> list[OrphanStep]:
+        """A terminate notice for an agent: an adopted orphan there that is not expected to end
+        ``margin_s`` before ``terminate_at`` (or has no estimate) is killed now, to run again
+        elsewhere, instead of being lost with the agent at the end of the window."""
+        steps = []
+        for orphan in list(self.tasks.values()):
+            if orphan.agent_id != agent_id or orphan.killing or orphan.checking is not None:
+                continue
+            if orphan.adopted_until is None:
+                continue  # not confirmed running yet: its status decides (and finds the agent draining)
+            remaining = self.remaining_estimate(orphan, now)
+            if remaining is None or now + remaining + margin_s > terminate_at:
+                steps.append(self._kill(orphan, now, "notice"))
+        return steps
 
     def removed(self) -> list[OrphanStep]:
         """The master removed the framework (failover timeout expired) and killed every task it had:

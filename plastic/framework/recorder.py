@@ -36,7 +36,7 @@ to Redis; fields whose value is None are left out there):
 | registered | framework_id (*shell*, on every SUBSCRIBED) |
 | resumed | known (the previous leader's live task ids), adopt_s, framework_removed |
 | orphan_adopted | task, agent_id, state, remaining_estimate_s (None: no estimate) |
-| orphan_kill | task, agent_id, state, reason (no_fit / adopt_window / retry) |
+| orphan_kill | task, agent_id, state, reason (no_fit / adopt_window / notice / retry) |
 | orphan_check | task, agent_id, state (an end that does not say whether the work was done), reason, job_store_id |
 | orphan_ended | task, agent_id, state (TASK_*), adopted, reason (framework_removed / job_store: the job store holds its work) |
 | orphan_unknown | task, agent_id |

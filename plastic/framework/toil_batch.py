@@ -283,6 +283,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                             error, framework_id)
                 self.framework.start_anew()
                 framework_removed = True
+            if self.run is not None:  # before a resume: a notice may doom an adopted task
+                self.notices = NoticeFollower(self.run.store, self.framework).start()
             if self.incarnation > 1:
                 log.info("plastic: leader incarnation %d of run %s (framework %s); %d task(s) of the previous "
                          "leader recorded live", self.incarnation, self.run_id, self.framework.framework_id,
@@ -293,9 +295,9 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                 if left:
                     log.warning("plastic: %d task(s) of the previous leader still not ended after %.0f s",
                                 left, wait_s)
-            if self.run is not None:
-                self.notices = NoticeFollower(self.run.store, self.framework).start()
         except BaseException:
+            if self.notices is not None:
+                self.notices.stop()
             if getattr(self, "framework", None) is not None:
                 self.framework.close_recorders()
             else:

@@ -8,7 +8,8 @@ Children run in their own sessions: they outlive a service that is killed.
 The service's own bookkeeping:
 
 - at start (`recover`), what a dead service left: a run whose `plastic run` is still alive (its
-  `pid`; its directory under the runs directory) is watched by pid; a RUNNING run whose process
+  `pid`, whose command line names the run; its directory under the runs directory) is watched by
+  pid; a RUNNING run whose process
   is gone is resumed with `plastic run --resume RUN_DIR` as a new child (plastic.run.runner), at
   most MAX_RESUMES times per run (counted in its `resumes` field); one that cannot be resumed
   (no run.json, not yet RUNNING, resumed too often) is marked FAILED with the reason; runs still
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plastic.core.lifecycle import RunState, TransitionError
-from plastic.procs import pid_alive
+from plastic.procs import cmdline_mentions, pid_alive
 from plastic.run.runner import RUN_FILE
 from plastic.store import RunRecord, Store
 
@@ -132,9 +133,13 @@ class Service:
         if not (pid and pid_alive(pid)):
             return False
         run_dir = self.runs_dir / run.id
-        if run_dir.is_dir():
-            self.children[run.id] = Child(run.id, pid, run_dir / LOG_FILE)
-            log.info("run %s: its plastic run (pid %d) outlived the previous service; watching it", run.id, pid)
+        if not run_dir.is_dir():
+            return True  # not this service's run: left alone
+        if cmdline_mentions(pid, run.id) is False:  # our children name their run (--run-id, or its dir)
+            log.warning("run %s: pid %d is alive but is not its plastic run (a reused pid)", run.id, pid)
+            return False
+        self.children[run.id] = Child(run.id, pid, run_dir / LOG_FILE)
+        log.info("run %s: its plastic run (pid %d) outlived the previous service; watching it", run.id, pid)
         return True
 
     # ------------------------------------------------------------ the loop

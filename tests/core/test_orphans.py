@@ -184,3 +184,28 @@ def test_silent_and_removed_orphans_are_checked_too():
     assert recs(cmds, "orphan_check")[0].fields["reason"] == "framework_removed"
     ended = recs(removed.handle(OrphanChecked("3.1", committed=False), 0.5), "orphan_ended")[0].fields
     assert (ended["state"], ended["reason"]) == ("TASK_KILLED", "framework_removed")
+
+
+def test_a_terminate_notice_kills_adopted_orphans_that_would_not_end_in_time():
+    from plastic.core.jobbook import NoticeReceived
+
+    book = JobBook({"short": 20.0, "long": 200.0}.get, adopt_s=300.0, notice_margin_s=30.0)
+    book.handle(Resumed((KnownTask("3.1", "a1", tool="short", running_s=0.0),
+                         KnownTask("4.1", "a1", tool="long", running_s=0.0),
+                         KnownTask("5.1", "a2", tool="long", running_s=0.0))), 0.0)
+    for task, agent in (("3.1", "a1"), ("4.1", "a1"), ("5.1", "a2")):
+        assert recs(book.handle(StatusReceived(task, "TASK_RUNNING", agent_id=agent), 1.0), "orphan_adopted")
+    cmds = book.handle(NoticeReceived("a1", terminate_at=121.0), 1.0)  # a 120 s window on a1
+    kills_ = recs(cmds, "orphan_kill")
+    assert [(r.fields["task"], r.fields["reason"]) for r in kills_] == [("4.1", "notice")]  # 200 s > window
+    assert KillTask("4.1", "a1") in cmds and KillTask("3.1", "a1") not in cmds
+
+
+def test_an_orphan_first_seen_running_on_a_doomed_agent_is_not_adopted_past_the_notice():
+    from plastic.core.jobbook import NoticeReceived
+
+    book = JobBook(adopt_s=300.0)  # no estimates
+    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
+    book.handle(NoticeReceived("a1", terminate_at=120.0), 0.5)
+    cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
+    assert recs(cmds, "orphan_kill")[0].fields["reason"] == "notice" and not recs(cmds, "orphan_adopted")

@@ -61,8 +61,10 @@ def own_redis(tmp_path):
 def sleepers():
     procs: list[subprocess.Popen] = []
 
-    def start() -> subprocess.Popen:
-        procs.append(subprocess.Popen(["sleep", "300"], start_new_session=True))
+    def start(*names: str) -> subprocess.Popen:
+        """A stand-in for `plastic run`: a process whose command line names its run, as the real ones do."""
+        procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", *names],
+                                      start_new_session=True))
         return procs[-1]
 
     yield start
@@ -83,6 +85,14 @@ def _running_run(store: Store, pid: int, **fields: object) -> str:
     store.transition_run(run_id, RunState.PLANNING)
     store.transition_run(run_id, RunState.RUNNING)
     return run_id
+
+
+def _live_run(store: Store, sleepers, **fields: object) -> tuple[str, subprocess.Popen]:
+    """A RUNNING run and a live stand-in process naming it, recorded as its pid."""
+    run_id = _running_run(store, 0, **fields)
+    proc = sleepers("--run-id", run_id)
+    store.client.hset(store.keys.run(run_id), "pid", proc.pid)
+    return run_id, proc
 
 
 def _run_dir(service: Service, run_id: str, *, run_json: bool) -> Path:
@@ -128,12 +138,11 @@ def test_dead_runs_with_nothing_to_resume_are_failed(store, tmp_path):
 
 def test_live_runs_are_adopted_by_pid_and_let_go_or_failed_when_they_go(store, tmp_path, sleepers):
     service = Service(store, "redis://unused", runs_dir=tmp_path / "runs")
-    ends, vanishes, by_hand = sleepers(), sleepers(), sleepers()
-    ended = _running_run(store, ends.pid)
+    ended, ends = _live_run(store, sleepers)
     _run_dir(service, ended, run_json=True)
-    orphan = _running_run(store, vanishes.pid)
+    orphan, vanishes = _live_run(store, sleepers)
     _run_dir(service, orphan, run_json=False)
-    hand = _running_run(store, by_hand.pid)  # started by hand on the same Redis: no directory under runs_dir
+    hand = _running_run(store, sleepers().pid)  # started by hand on the same Redis: no directory under runs_dir
     service.recover()
     assert set(service.children) == {ended, orphan}
     assert all(c.adopted for c in service.children.values())
@@ -152,11 +161,24 @@ def test_live_runs_are_adopted_by_pid_and_let_go_or_failed_when_they_go(store, t
     assert store.get_run(hand).state is RunState.RUNNING
 
 
+def test_a_reused_pid_is_not_taken_for_the_run(store, tmp_path, sleepers):
+    """After a reboot the recorded pid may be another process: the run is resumed or failed, not watched."""
+    service = Service(store, "redis://unused", runs_dir=tmp_path / "runs")
+    stranger = sleepers("--run-id", "some-other-run")
+    run_id = _running_run(store, stranger.pid)
+    _run_dir(service, run_id, run_json=False)
+    service.recover()
+    assert run_id not in service.children
+    run = store.get_run(run_id)
+    assert run.state is RunState.FAILED and "run.json" in run.fields["error"]
+    assert stranger.poll() is None  # the stranger is left alone
+
+
 def test_a_popped_submission_whose_child_lives_is_watched_not_queued_again(store, tmp_path, sleepers):
     service = Service(store, "redis://unused", runs_dir=tmp_path / "runs")
-    child = sleepers()
-    run_id = store.create_run(fields={**submission_fields(DATA / "slow-scatter.cwl", None, tmp_path, ()),
-                                      "pid": child.pid})
+    run_id = store.create_run(fields=submission_fields(DATA / "slow-scatter.cwl", None, tmp_path, ()))
+    child = sleepers("--run-id", run_id)
+    store.client.hset(store.keys.run(run_id), "pid", child.pid)
     _run_dir(service, run_id, run_json=False)
     assert service.recover() == []
     assert store.pending_submissions() == 0 and list(service.children) == [run_id]
@@ -172,8 +194,7 @@ def test_an_adopted_run_that_vanishes_is_resumed_and_a_failing_resume_is_not_res
     try:
         store = Store(client)  # the default prefix: the one `plastic run --resume` uses
         service = Service(store, own_redis.url, runs_dir=tmp_path / "runs", poll_s=0.2)
-        first = sleepers()
-        run_id = _running_run(store, first.pid, resumes=MAX_RESUMES - 1)
+        run_id, first = _live_run(store, sleepers, resumes=MAX_RESUMES - 1)
         run_dir = _run_dir(service, run_id, run_json=True)
         service.recover()
         assert service.children[run_id].adopted
