@@ -36,8 +36,11 @@ def cmdline_mentions(pid: int, text: str) -> bool | None:
     return any(text.encode() in arg for arg in argv)
 
 
-def die_with_parent() -> Callable[[], None] | None:
-    """A preexec_fn asking Linux to SIGTERM the child when its parent (thread) dies; None elsewhere."""
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to send the child ``sig`` when its parent (thread) dies; None elsewhere.
+
+    SIGTERM (the default) lets the child clean up; `plastic run` gives Toil's leader SIGKILL, so it
+    dies like a crash (its batch system kills no task) and can be resumed."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -48,8 +51,8 @@ def die_with_parent() -> Callable[[], None] | None:
     pr_set_pdeathsig = 1
 
     def preexec() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+        prctl(pr_set_pdeathsig, sig, 0, 0, 0)
         if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), sig)
 
     return preexec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,14 @@ def read_decisions(run_dir: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
     return out
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 60) -> None:
+    """SIGTERM a process still running, SIGKILL it after ``grace_s``, and reap it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -62,8 +62,8 @@ class Orphan:
     killing: bool = False
     kill_sent_at: float | None = None
     last_state: str | None = None
-    adopted_until: float | None = None  # set once adopted: killed if still running then
     job_store_id: str | None = None
+    adopted: bool = False  # left to finish: killed if still running when the window closes
     checking: tuple[str, str | None] | None = None  # an inconclusive end (state, reason) awaiting the job store
 
 
@@ -76,7 +76,8 @@ class OrphanStep:
     agent_id: str | None
     action: str  # "adopt" | "kill" | "check" | "ended" | "unknown" | "none"
     state: str | None = None
-    reason: str | None = None  # of a kill: "no_fit" | "adopt_window" | "notice" | "retry"; of an end: "framework_removed" | "job_store"
+    # of a kill: "no_fit" | "adopt_window" | "notice" | "retry"; of an end: "framework_removed" | "job_store"
+    reason: str | None = None
     estimate_s: float | None = None  # of an adoption: the expected time left (None: no estimate)
     adopted: bool = False  # of an end: the task had been adopted
     job_store_id: str | None = None  # of a check
@@ -115,7 +116,7 @@ class Orphans:
         return len(self.tasks)
 
     def adopted(self) -> int:
-        return sum(1 for o in self.tasks.values() if o.adopted_until is not None and not o.killing)
+        return sum(1 for o in self.tasks.values() if o.adopted and not o.killing)
 
     def begin(self, now: float) -> None:
         """The resume began: the adopt window runs from now."""
@@ -124,14 +125,18 @@ class Orphans:
 
     def expect(self, known: KnownTask, now: float) -> None:
         if known.task_id not in self.tasks and known.task_id not in self.ended:
-            orphan = self._add(known.task_id, known.agent_id, now, known.tool, known.running_s)
-            orphan.job_store_id = known.job_store_id
+            self._add(known.task_id, known.agent_id, now, known.tool, known.running_s, known.job_store_id)
 
     def _add(self, task_id: str, agent_id: str | None, now: float, tool: str | None = None,
-             running_s: float | None = None) -> Orphan:
+             running_s: float | None = None, job_store_id: str | None = None) -> Orphan:
         self.begin(now)
-        orphan = self.tasks[task_id] = Orphan(task_id, agent_id, now, tool, running_s)
+        orphan = self.tasks[task_id] = Orphan(task_id, agent_id, now, tool, running_s, job_store_id=job_store_id)
         return orphan
+
+    def _outlasts(self, orphan: Orphan, now: float, deadline: float) -> bool:
+        """Not expected to end by ``deadline`` (or no estimate to say it will)."""
+        remaining = self.remaining_estimate(orphan, now)
+        return remaining is None or now + remaining > deadline
 
     def remaining_estimate(self, orphan: Orphan, now: float) -> float | None:
         """Expected seconds left to run (None without an estimate for its tool)."""
@@ -158,14 +163,14 @@ class Orphans:
             orphan.killing = True
             orphan.kill_sent_at = orphan.kill_sent_at if orphan.kill_sent_at is not None else now
             return OrphanStep(task_id, orphan.agent_id, "none", state)
-        if orphan.killing or orphan.adopted_until is not None:
+        if orphan.killing or orphan.adopted:
             return OrphanStep(task_id, orphan.agent_id, "none", state)
         window_end = self.window_end if self.window_end is not None else now
-        remaining = self.remaining_estimate(orphan, now)
-        if agent_deadline is not None and (remaining is None or now + remaining > agent_deadline):
+        if agent_deadline is not None and self._outlasts(orphan, now, agent_deadline):
             return self._kill(orphan, now, "notice")
+        remaining = self.remaining_estimate(orphan, now)
         if now < window_end and (remaining is None or now + remaining <= window_end):
-            orphan.adopted_until = window_end
+            orphan.adopted = True
             return OrphanStep(task_id, orphan.agent_id, "adopt", state, estimate_s=remaining)
         return self._kill(orphan, now, "no_fit")
 
@@ -179,7 +184,7 @@ class Orphans:
         self.ended[orphan.task_id] = state
         if state == "unknown":
             return OrphanStep(orphan.task_id, orphan.agent_id, "unknown")
-        adopted = orphan.adopted_until is not None and not orphan.killing
+        adopted = orphan.adopted and not orphan.killing
         return OrphanStep(orphan.task_id, orphan.agent_id, "ended", state, reason=reason, adopted=adopted)
 
     def checked(self, task_id: str, committed: bool) -> OrphanStep:
@@ -205,10 +210,9 @@ class Orphans:
         for orphan in list(self.tasks.values()):
             if orphan.agent_id != agent_id or orphan.killing or orphan.checking is not None:
                 continue
-            if orphan.adopted_until is None:
+            if not orphan.adopted:
                 continue  # not confirmed running yet: its status decides (and finds the agent draining)
-            remaining = self.remaining_estimate(orphan, now)
-            if remaining is None or now + remaining + margin_s > terminate_at:
+            if self._outlasts(orphan, now, terminate_at - margin_s):
                 steps.append(self._kill(orphan, now, "notice"))
         return steps
 
@@ -224,8 +228,8 @@ class Orphans:
             if orphan.killing:
                 if orphan.kill_sent_at is not None and now - orphan.kill_sent_at >= self.kill_retry_s:
                     steps.append(self._kill(orphan, now, "retry"))
-            elif orphan.adopted_until is not None:
-                if now >= orphan.adopted_until:
+            elif orphan.adopted:
+                if self.window_end is not None and now >= self.window_end:
                     steps.append(self._kill(orphan, now, "adopt_window"))
             elif orphan.checking is None and now - orphan.since >= self.confirm_s:
                 steps.append(self._end(orphan, "unknown"))

@@ -121,9 +121,10 @@ def minimal_cluster(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> l
     """The cheapest cluster found that can run every task, one after another if need be.
 
     Reliable tasks first, then pinned ones (they need their own type), then the
-    biggest: a task that a node already bought can hold gets none.  Each node carries the task it was bought for, so that ensure_reliable_capacity
-    turns it only into a shape that still holds that task; a task left without a
-    node that can hold it all the same gets the cheapest one."""
+    biggest: a task that a node already bought can hold gets none.  Each node
+    carries the task it was bought for, so that ensure_reliable_capacity turns it
+    only into a shape that still holds that task; a task left without a node
+    that can hold it all the same gets the cheapest one."""
     order = sorted(tasks, key=lambda t: (t.preempt.preemptible, t.instance_type is None, -t.vcpus, -t.ram_mib,
                                          t.id))
     nodes: list[PackedNode] = []
@@ -144,7 +145,8 @@ SMALL_WORK = 20_000
 
 def _fit_budget(tasks: list[TaskSpec], shapes: Sequence[NodeShape], full: Sequence[PackedNode], budget: float,
                 waves: Sequence[Sequence[TaskSpec]]) -> tuple[list[PackedNode], str]:
-    """The minimal cluster (or the unconstrained plan `full`, when cheaper), grown with nodes of any shape of the catalog while the budget allows.
+    """The minimal cluster (or the unconstrained plan `full`, when cheaper), grown with nodes of any
+    shape of the catalog while the budget allows.
 
     `waves` are the sets of tasks that run at the same time (every task at once
     when planning --concurrent).  A new node is worth what it would host at once

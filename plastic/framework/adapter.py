@@ -313,18 +313,14 @@ class Framework(Scheduler):
                 for command in commands:
                     if isinstance(command, Record) and command.kind == "requeue":
                         job_id = str(command.fields.get("job_id"))
-                        try:
-                            gone = self.job_gone(job_id)
-                        except Exception:
-                            log.exception("job %s: could not ask the job store", job_id)
-                            gone = False
-                        if gone:
+                        if self._ask_job_store(self.job_gone, job_id):
                             commands = commands + self.apply(JobGone(job_id))
             self.changed.notify_all()
         return commands
 
     @staticmethod
     def _ask_job_store(question: Callable[[str], bool] | None, key: str) -> bool:
+        """The shell's answer about job ``key``; False when there is none or asking failed (logged)."""
         if question is None:
             return False
         try:

@@ -428,24 +428,23 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         failure).  Called by the Framework, under its lock, for every requeued job."""
         spec = self.framework.specs.get(job_id) if getattr(self, "framework", None) is not None else None
         store_id = getattr(spec, "job_store_id", None)
-        locator = getattr(self.config, "jobStore", None)
-        if not store_id or not locator:
-            return False
-        return not self._open_job_store(locator).job_exists(store_id)
+        job_store = self._open_job_store() if store_id else None
+        return job_store is not None and not job_store.job_exists(store_id)
 
     def _job_committed(self, store_id: str) -> bool:
         """True when the job store holds the work of job ``store_id`` (the job is gone, or its body
         has run): asked about a previous leader's task whose end the master could not tell."""
-        locator = getattr(self.config, "jobStore", None)
-        if not locator:
+        job_store = self._open_job_store()
+        if job_store is None:
             return False
-        job_store = self._open_job_store(locator)
         if not job_store.job_exists(store_id):
             return True
         return not job_store.load_job(store_id).has_body()
 
-    def _open_job_store(self, locator: str) -> Any:
-        if self._job_store is None:
+    def _open_job_store(self) -> Any:
+        """Toil's job store of this workflow (opened once), or None when the config names none."""
+        locator = getattr(self.config, "jobStore", None)
+        if self._job_store is None and locator:
             from toil.common import Toil
 
             self._job_store = Toil.getJobStore(locator)

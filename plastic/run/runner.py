@@ -67,27 +67,6 @@ CLUSTER_FILE = "cluster.json"
 LEASE_FILE = "cluster.lease"
 
 
-def _die_with_parent_hard() -> Callable[[], None] | None:
-    """A preexec_fn: SIGKILL the child when its parent dies (Toil's leader must die like a crash, not
-    shut its batch system down and kill every task)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return preexec
-
-
 def jobstore_initialized(job_store: Path) -> bool:
     """True when Toil got as far as saving the workflow's root job (a --restart can go on from it)."""
     return (job_store / "shared" / "rootJobStoreID").is_file()
@@ -272,7 +251,7 @@ def execute(request: RunRequest, display: Display | None = None,
             on_started: Callable[[str, Path], None] | None = None) -> RunResult:
     """Run one workflow end to end; raises PlasticError subclasses for bad input or a failed run."""
     from plastic.cwl.lower import lower_workflow
-    from plastic.store import Store, new_run_id, start_embedded
+    from plastic.store import new_run_id
 
     display = display or Display()
     if not request.workflow.is_file():
@@ -311,19 +290,7 @@ def execute(request: RunRequest, display: Display | None = None,
     notes: list[str] = []
     cleanups: list[Callable[[], None]] = []
     try:
-        if request.redis_url or os.environ.get("PLASTIC_REDIS_URL"):
-            from plastic.store import connect
-
-            redis_url = request.redis_url or os.environ["PLASTIC_REDIS_URL"]
-            client, close = connect(redis_url, None)
-            cleanups.append(close)
-        else:
-            server = start_embedded(run_dir / "redis")
-            cleanups.append(server.stop)
-            redis_url = server.url
-            client = server.client()
-            cleanups.append(client.close)
-        store = Store(client)
+        store, redis_url = _open_store(request.redis_url or os.environ.get("PLASTIC_REDIS_URL"), run_dir, cleanups)
         fields = {"workflow": str(request.workflow.resolve()),
                   "job": "" if request.job is None else str(request.job.resolve()),
                   "run_dir": str(run_dir), "outdir": str(request.outdir.resolve()),
@@ -340,6 +307,22 @@ def execute(request: RunRequest, display: Display | None = None,
                          notes, display, on_started, restart=False)
     finally:
         _stop_all(cleanups)
+
+
+def _open_store(redis_url: str | None, run_dir: Path, cleanups: list[Callable[[], None]]) -> tuple[Any, str]:
+    """The run's Store and its Redis URL: the Redis at ``redis_url``, else the run's embedded server
+    (run_dir/redis, with its AOF), started here; what to close goes into ``cleanups``."""
+    from plastic.store import Store, connect, start_embedded
+
+    if redis_url:
+        client, close = connect(redis_url, None)
+        cleanups.append(close)
+        return Store(client), redis_url
+    server = start_embedded(run_dir / "redis")
+    cleanups.append(server.stop)
+    client = server.client()
+    cleanups.append(client.close)
+    return Store(client), server.url
 
 
 def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str], display: Display,
@@ -416,7 +399,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         with open(log_path, "ab") as toil_log:
             proc = subprocess.Popen(inv.argv, env=inv.env, stdout=subprocess.PIPE, stderr=toil_log,
                                     stdin=subprocess.DEVNULL, cwd=run_dir,
-                                    preexec_fn=_die_with_parent_hard())  # noqa: PLW1509
+                                    preexec_fn=die_with_parent(signal.SIGKILL))  # noqa: PLW1509
             cleanups.append(lambda: _stop_process(proc))
             display.start(progress, len(plan.tasks))
             cancelled = False
@@ -479,7 +462,6 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
     """Go on with a run whose `plastic run` was killed (see the module docstring); ``adopt_s``: the
     batch system's adopt window for the killed run's still-running tasks (None: its default)."""
     from plastic.cwl.lower import lower_workflow
-    from plastic.store import Store, connect, start_embedded
 
     display = display or Display()
     run_dir = run_dir.resolve()
@@ -498,26 +480,16 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                          toil_args=tuple(saved.get("toil_args") or ()))
     cleanups: list[Callable[[], None]] = []
     try:
-        if request.redis_url:
-            client, close = connect(request.redis_url, None)
-            cleanups.append(close)
-            url = request.redis_url
-        else:
-            server = start_embedded(run_dir / "redis")
-            cleanups.append(server.stop)
-            url = server.url
-            client = server.client()
-            cleanups.append(client.close)
-        store = Store(client)
+        store, url = _open_store(request.redis_url, run_dir, cleanups)
         record = store.get_run(run_id)
         if record is None:
             raise InputError(f"run {run_id} is not in Redis at {url}", source=str(run_dir))
-        pid = int(record.fields.get("pid") or 0) if hasattr(record, "fields") else 0
+        pid = int(record.fields.get("pid") or 0)
         if pid and pid != os.getpid() and pid_alive(pid):
             raise InputError(f"run {run_id} is still running (pid {pid})", source=str(run_dir))
         if record.state is not RunState.RUNNING:
             raise InputError(f"run {run_id} is {record.state}: nothing to resume", source=str(run_dir))
-        store.client.hset(store.keys.run(run_id), "pid", os.getpid())
+        store.set_run_fields(run_id, {"pid": os.getpid()})
         plan = plan_from_json(json.loads((run_dir / "plan.json").read_text(encoding="utf-8")),
                               source=str(run_dir / "plan.json"))
         lowered = lower_workflow(str(request.workflow), str(run_dir / "workflow"),

@@ -184,12 +184,12 @@ class Service:
         child = self._spawn(run_id, argv, run_dir)
         # the child records the same pid itself once planning starts; recorded now, a service that dies
         # before then finds the child alive at its next start instead of queueing the run a second time
-        self.store.client.hset(self.store.keys.run(run_id), "pid", child.pid)
+        self.store.set_run_fields(run_id, {"pid": child.pid})
         log.info("run %s started (pid %d), log %s", run_id, child.pid, child.log_path)
 
     def resume(self, run_id: str, run_dir: Path) -> None:
         """`plastic run --resume RUN_DIR` as a child, counted in the run's `resumes` field."""
-        count = self.store.client.hincrby(self.store.keys.run(run_id), "resumes", 1)
+        count = self.store.count_run_field(run_id, "resumes")
         argv = [sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--redis", self.redis_url, "--quiet"]
         child = self._spawn(run_id, argv, run_dir)
         log.info("run %s resumed (pid %d; resume %d of at most %d), log %s", run_id, child.pid, count, MAX_RESUMES,

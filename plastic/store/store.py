@@ -154,6 +154,20 @@ class Store:
             pipeline=pipeline,
         )
 
+    def set_run_fields(self, run_id: str, fields: Mapping[str, Any]) -> None:
+        """Set (None: delete) caller fields of a run without a transition; store-managed names are refused."""
+        sets, dels = split_fields(fields, RUN_FIELDS)
+        key = self.keys.run(run_id)
+        if sets:
+            self.client.hset(key, mapping=sets)
+        if dels:
+            self.client.hdel(key, *dels)
+
+    def count_run_field(self, run_id: str, name: str) -> int:
+        """Add one to the counter field ``name`` of a run (0 when missing); atomic.  Returns the new count."""
+        split_fields({name: 0}, RUN_FIELDS)  # refuses a store-managed name
+        return int(self.client.hincrby(self.keys.run(run_id), name, 1))
+
     def save_framework_id(self, run_id: str, framework_id: str, *, pipeline: Pipeline | None = None) -> None:
         (pipeline or self.client).set(self.keys.framework_id(run_id), framework_id)
 

@@ -29,7 +29,7 @@ from plastic.core.lifecycle import RunState, TaskState
 from plastic.procs import pid_alive
 from plastic.service.service import MAX_RESUMES, Service, submission_fields
 from plastic.store import Store, start_embedded
-from tests.clirun import REPO
+from tests.clirun import REPO, stop_process
 
 DATA = REPO / "tests" / "watch" / "data" / "slow-scatter"
 WAIT_S = 90  # for the run to get going, or a process to go
@@ -91,7 +91,7 @@ def _live_run(store: Store, sleepers, **fields: object) -> tuple[str, subprocess
     """A RUNNING run and a live stand-in process naming it, recorded as its pid."""
     run_id = _running_run(store, 0, **fields)
     proc = sleepers("--run-id", run_id)
-    store.client.hset(store.keys.run(run_id), "pid", proc.pid)
+    store.set_run_fields(run_id, {"pid": proc.pid})
     return run_id, proc
 
 
@@ -178,7 +178,7 @@ def test_a_popped_submission_whose_child_lives_is_watched_not_queued_again(store
     service = Service(store, "redis://unused", runs_dir=tmp_path / "runs")
     run_id = store.create_run(fields=submission_fields(DATA / "slow-scatter.cwl", None, tmp_path, ()))
     child = sleepers("--run-id", run_id)
-    store.client.hset(store.keys.run(run_id), "pid", child.pid)
+    store.set_run_fields(run_id, {"pid": child.pid})
     _run_dir(service, run_id, run_json=False)
     assert service.recover() == []
     assert store.pending_submissions() == 0 and list(service.children) == [run_id]
@@ -247,16 +247,6 @@ def _wait(pred, what: str, timeout_s: float, *logs: Path) -> None:
             tails = "\n".join(f"--- {p}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
             pytest.fail(f"no {what} within {timeout_s:.0f} s\n{tails}")
         time.sleep(0.3)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _kill_group(pid: int) -> None:
@@ -332,7 +322,7 @@ def test_serve_sigkilled_mid_run_then_started_again(tmp_path, own_redis, kill_ch
         assert finished and all(n == 1 for n in finished.values()), finished
     finally:
         for proc in serves:
-            _stop(proc)
+            stop_process(proc)
         for pid in pids:
             _kill_group(pid)
         client.close()

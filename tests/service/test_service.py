@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 from plastic.core.lifecycle import RunState
 from plastic.service.service import Service, submission_fields
 from plastic.store import Store, start_embedded
-from tests.clirun import REPO, assert_one_line_error
+from tests.clirun import REPO, assert_one_line_error, stop_process
 
 SG = REPO / "cwl-examples" / "scatter-gather"
 
@@ -140,10 +139,5 @@ def test_serve_runs_a_submission_end_to_end(home, tmp_path):
         followed = cli(home, "logs", run_id, "--follow", "--json", timeout=30)  # the run is over: returns
         assert followed.returncode == 0 and all(json.loads(x)["type"] for x in followed.stdout.splitlines())
     finally:
-        serve.send_signal(signal.SIGTERM)
-        try:
-            serve.wait(60)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
+        stop_process(serve)
     assert serve.returncode == 0, serve.stderr[-3000:]

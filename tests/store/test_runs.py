@@ -138,3 +138,18 @@ def test_pipelined_refusal_raises_on_execute(store):
         store.execute(pipe)
     assert (caught.value.current, caught.value.wanted) == ("PLANNING", "SUCCEEDED")
     assert store.get_run("r1").state is RunState.PLANNING  # no rollback in Redis: the first one stays
+
+
+def test_run_fields_set_and_counted_without_a_transition(store):
+    run_id = store.create_run("r-fields", fields={"workflow": "wf.cwl"})
+    before = store.get_run(run_id)
+    store.set_run_fields(run_id, {"pid": 4242, "workflow": None})
+    assert store.count_run_field(run_id, "resumes") == 1
+    assert store.count_run_field(run_id, "resumes") == 2
+    run = store.get_run(run_id)
+    assert run.fields == {"pid": "4242", "resumes": "2"} and run.state is before.state
+    with pytest.raises(ValueError, match="managed by the store"):
+        store.set_run_fields(run_id, {"state": "RUNNING"})
+    with pytest.raises(ValueError, match="managed by the store"):
+        store.count_run_field(run_id, "updated_at")
+    assert store.get_run(run_id).state is RunState.SUBMITTED
