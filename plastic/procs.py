@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 
@@ -23,6 +24,18 @@ def pid_alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM a child still running, SIGKILL it after ``grace_s``, and reap it."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def cmdline_mentions(pid: int, text: str) -> bool | None:

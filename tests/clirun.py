@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -44,13 +43,3 @@ def read_decisions(run_dir: Path) -> list[dict[str, Any]]:
             continue
     return out
 
-
-def stop_process(proc: subprocess.Popen, grace_s: float = 60) -> None:
-    """SIGTERM a process still running, SIGKILL it after ``grace_s``, and reap it."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

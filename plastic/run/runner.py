@@ -50,7 +50,7 @@ from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
 from plastic.core.report import AgentSpan, RunReport, build_report
 from plastic.fileio import write_atomically
-from plastic.procs import die_with_parent, pid_alive
+from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.events import EventFollower
 from plastic.run.toil_command import build_invocation
 
@@ -189,17 +189,6 @@ def agent_spans(plan: Plan, catalog_path: str | None, local_agents: list[Any], e
         spans[agent_id] = AgentSpan(agent_id, str(ev.fields.get("cluster") or "?"), preemptible,
                                     None if itype is None else str(itype), price, od, seen_at=ev.at)
     return list(spans.values())
-
-
-def _stop_process(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def start_watchers(agents: list[Any], redis_url: str, log_dir: Path) -> list[subprocess.Popen]:
@@ -400,7 +389,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             proc = subprocess.Popen(inv.argv, env=inv.env, stdout=subprocess.PIPE, stderr=toil_log,
                                     stdin=subprocess.DEVNULL, cwd=run_dir,
                                     preexec_fn=die_with_parent(signal.SIGKILL))  # noqa: PLW1509
-            cleanups.append(lambda: _stop_process(proc))
+            cleanups.append(lambda: stop_process(proc, STOP_GRACE_S))
             display.start(progress, len(plan.tasks))
             cancelled = False
             try:
@@ -419,7 +408,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 reader.join(10)
             except KeyboardInterrupt:
                 cancelled = True
-                _stop_process(proc)
+                stop_process(proc, STOP_GRACE_S)
                 out_chunks = []
             finally:
                 for ev in follower.poll():

@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 
 from plastic.core.lifecycle import RunState, TaskState
-from plastic.procs import pid_alive
+from plastic.procs import pid_alive, stop_process
 from plastic.service.service import MAX_RESUMES, Service, submission_fields
 from plastic.store import Store, start_embedded
-from tests.clirun import REPO, stop_process
+from tests.clirun import REPO
 
 DATA = REPO / "tests" / "watch" / "data" / "slow-scatter"
 WAIT_S = 90  # for the run to get going, or a process to go
@@ -322,7 +322,7 @@ def test_serve_sigkilled_mid_run_then_started_again(tmp_path, own_redis, kill_ch
         assert finished and all(n == 1 for n in finished.values()), finished
     finally:
         for proc in serves:
-            stop_process(proc)
+            stop_process(proc, 60)
         for pid in pids:
             _kill_group(pid)
         client.close()

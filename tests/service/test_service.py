@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from plastic.core.lifecycle import RunState
+from plastic.procs import stop_process
 from plastic.service.service import Service, submission_fields
 from plastic.store import Store, start_embedded
-from tests.clirun import REPO, assert_one_line_error, stop_process
+from tests.clirun import REPO, assert_one_line_error
 
 SG = REPO / "cwl-examples" / "scatter-gather"
 
@@ -139,5 +140,5 @@ def test_serve_runs_a_submission_end_to_end(home, tmp_path):
         followed = cli(home, "logs", run_id, "--follow", "--json", timeout=30)  # the run is over: returns
         assert followed.returncode == 0 and all(json.loads(x)["type"] for x in followed.stdout.splitlines())
     finally:
-        stop_process(serve)
+        stop_process(serve, 60)
     assert serve.returncode == 0, serve.stderr[-3000:]
