@@ -6,6 +6,8 @@ import itertools
 import json
 import logging
 
+import pytest
+
 from plastic.core.jobbook_messages import NoticeReceived
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
 from plastic.framework.adapter import Framework, TaskSpec
@@ -141,3 +143,26 @@ def test_a_refused_move_is_logged_not_raised(store, run_id, caplog):
 def test_preempt_json():
     assert [preempt_json(x) for x in ("true", "false", "3", True, 2, None, "x")] == \
         [True, False, 3, True, 2, None, None]
+
+
+@pytest.mark.xfail(strict=True, reason="the LOST defect (issue: one source of truth): Redis derives its own state")
+def test_a_job_lost_for_good_ends_failed_in_redis_as_toil_is_told(store, run_id):
+    """A reliable job lost more often than the relaunch limit ends FAILED in the JobBook, and Toil is
+    told LOST/FAILED; the run's record in Redis says FAILED too (it used to stay LOST for ever)."""
+    fw, d, rec, ended = make(store, run_id)
+    fw.issue("5", TaskSpec("work"), Resources(1, 256), RELIABLE, tool="plastic_work")
+    limit = fw.book.max_lost_relaunches
+    for n in range(limit + 1):
+        agent = f"core{n}"
+        fw.resourceOffers(d, [offer(f"o{n}", agent, 2, 2048, port=5100 + n)])
+        status(fw, f"5.{n + 1}", "TASK_RUNNING", agent)
+        fw.slaveLost(d, {"value": agent})
+    assert rec.flush(10)
+    fw.stop(kill_tasks=False)
+    assert [(e.job_id, e.outcome) for e in ended] == [("5", "lost_for_good")]
+    assert fw.book.jobs["5"].state == "FAILED"
+    task = store.get_task(run_id, "5")
+    assert task.state == "FAILED", f"Redis says {task.state}, the JobBook FAILED"
+    assert task.attempts == limit + 1
+    assert [a.outcome for a in store.attempts(run_id, "5")] == [Outcome.LOST] * (limit + 1)
+    assert rec.rejected == 0
