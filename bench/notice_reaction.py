@@ -51,8 +51,9 @@ from bench.common import machine, percentile
 from plastic.core.jobbook import JobBook
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
-from plastic.framework.adapter import Framework, TaskSpec
+from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.notices import NoticeFollower
+from plastic.framework.recorder import RecordListener
 from plastic.local.testing import LocalCluster
 from plastic.store import Store, start_embedded
 
@@ -60,7 +61,7 @@ AWS_WINDOW_S = 120.0
 TARGET_P99_S = 5.0
 
 
-class TimedRecorder:
+class TimedRecorder(RecordListener):
     """Keeps every Framework record with the wall-clock time it was made (under the Framework's lock)."""
 
     def __init__(self) -> None:
@@ -71,9 +72,6 @@ class TimedRecorder:
         if kind in ("notice", "drain_kill", "requeue", "running", "let_finish", "agent_lost", "duplicate_notice"):
             with self.lock:
                 self.records.append((time.time(), kind, dict(fields)))
-
-    def close(self, timeout_s: float = 10.0) -> None:
-        pass
 
     def find(self, kind: str, **match: Any) -> list[tuple[float, dict[str, Any]]]:
         with self.lock:
@@ -218,8 +216,8 @@ class Bench:
         idle = [a for a in live if a not in by_agent]
         for _ in range(len(idle) - queued):
             self.next_job += 1
-            self.fw.issue(f"j{self.next_job}", TaskSpec("sleep 3600", name="long"), Resources(1, 256), PREEMPTIBLE,
-                          tool="long")
+            self.fw.issue(f"j{self.next_job}", TaskCommand("sleep 3600"), Resources(1, 256), PREEMPTIBLE,
+                          tool="long", name="long")
         # tasks that landed on the core node are of no use here: stop them (measured ones are stopped
         # by progress_rounds)
         measured = {r.job_id for r in self.active.values()}

@@ -27,6 +27,16 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) 
         assert needle in lines[0], (needle, lines[0])
 
 
+def assert_replays(run_dir: Path, *, books: int = 1) -> None:
+    """The run's decisions log, replayed through fresh JobBooks (plastic.core.replay), gives the same
+    commands and records (the last step of a killed leader may be torn)."""
+    from plastic.core.replay import replay
+
+    result = replay(read_decisions(run_dir))
+    assert result.books == books and result.events > 0, result
+    assert not result.mismatches, result.mismatches[0]
+
+
 def read_decisions(run_dir: Path) -> list[dict[str, Any]]:
     """A run's decisions.jsonl (one JSON object a line).  A line that does not parse is skipped: the
     last one may still be being written, and a run killed with SIGKILL may leave a torn line before

@@ -1,101 +1,109 @@
-"""The JobBook's reaction to spot notices (plastic.core.jobbook), pure.
+"""Spot notices as the JobBook (plastic.core.jobbook) sees them: a small state object, pure.
 
-A terminate notice (NoticeReceived kind "terminate") drains the agent at once: the book places
-nothing new there, and each task running on it either stays (record ``let_finish``) when its
-tool's runtime estimate, less the time it has run, ends ``book.notice_margin_s`` before the
-termination time, or is killed now (record ``drain_kill``) so that its job is requeued, counted as
-a preemption.  A task kept for the notice that stops fitting (it outlived its estimate) is killed
-on the next Tick.  Without an estimate a task is killed: there is nothing to promise a finish on.
+A terminate notice drains the agent at once: nothing new is placed there, and each task running on
+it either stays (LeftToFinish) when its tool's runtime estimate, less the time it has run, ends
+``margin_s`` before the termination time, or is killed now (KilledForNotice) so that its job is
+requeued, counted as a preemption.  A task kept for the notice that stops fitting (it outlived its
+estimate) is killed on the next Tick.  Without an estimate a task is killed: there is nothing to
+promise a finish on.
 
-A rebalance recommendation (kind "rebalance") touches no running task; ``book.rebalance`` says what
-new work avoids the agent: nothing (ignore), jobs longer than ``book.long_task_s`` or of unknown
-length (avoid-long), or every job (drain), unless only such agents could ever hold the job.
+A rebalance recommendation touches no running task; ``rebalance`` says what new work avoids the
+agent: nothing (ignore), jobs longer than ``long_task_s`` or of unknown length (avoid-long), or
+every job (drain), unless only such agents could ever hold the job.
+
+`SpotNotices` keeps which agents are under a notice and answers the book's questions; the book
+applies what it decides (state moves, kills) and emits the records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Literal, get_args
 
 from plastic.core import placement as pl
-from plastic.core.jobbook_messages import Command, KillTask, NoticeReceived, Record
-from plastic.core.lifecycle import TaskState
+from plastic.core.jobs import Job
 
-if TYPE_CHECKING:
-    from plastic.core.jobbook import Job, JobBook
+# What a rebalance recommendation does to an agent: nothing but a record (ignore), no new long or
+# unknown-length tasks there (avoid-long), or no new tasks at all (drain).  Running tasks are never
+# touched: a rebalance recommendation has no deadline; a terminate notice, if one follows, has.
+RebalanceMode = Literal["ignore", "avoid-long", "drain"]
+REBALANCE_MODES: tuple[str, ...] = get_args(RebalanceMode)
+
+Estimate = Callable[[str | None], float | None]
 
 
 @dataclass(frozen=True, slots=True)
-class Notice:
+class AgentNotice:
+    """A notice the book holds for an agent: terminate (deadline) or rebalance (when it was made)."""
+
     terminate_at: float
     received_at: float
 
 
-def received(book: JobBook, ev: NoticeReceived, now: float, out: list[Command]) -> None:
-    table = book.draining if ev.kind == "terminate" else book.rebalancing
-    if ev.agent_id in table:
-        out.append(Record("duplicate_notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind}))
-        return
-    table[ev.agent_id] = Notice(ev.terminate_at, now)
-    jobs = book.on_agent(ev.agent_id)
-    if ev.kind != "terminate":
-        out.append(Record("notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind, "reaction": book.rebalance,
-                                     "jobs": [j.job_id for j in jobs]}))
-        return
-    out.append(Record("notice", {"agent_id": ev.agent_id, "notice_kind": ev.kind, "terminate_at": ev.terminate_at,
-                                 "window_s": ev.terminate_at - now, "jobs": [j.job_id for j in jobs]}))
-    for job in jobs:
-        if job.state is TaskState.KILLING:
-            continue  # already on its way out; its end decides
-        if fits_window(book, job, now):
-            job.kept_for_notice = True
-            out.append(Record("let_finish", {"job_id": job.job_id, "agent_id": ev.agent_id,
-                                             "estimate_s": book.runtime_estimate(job.tool)}))
-        else:
-            kill_for_notice(book, job, now, out)
-    if book.orphans is not None:  # a resume: the previous leader's adopted tasks there
-        for step in book.orphans.on_notice(ev.agent_id, ev.terminate_at, book.notice_margin_s, now):
-            out.extend(step.commands())
-    book._check_unplaceable(book.queued(), now, out)
+class SpotNotices:
+    def __init__(self, *, margin_s: float = 30.0, rebalance: RebalanceMode = "avoid-long",
+                 long_task_s: float = 600.0):
+        if rebalance not in REBALANCE_MODES:
+            raise ValueError(f"rebalance must be one of {', '.join(REBALANCE_MODES)}, not {rebalance!r}")
+        self.margin_s = margin_s
+        self.rebalance = rebalance
+        self.long_task_s = long_task_s
+        self.draining: dict[str, AgentNotice] = {}  # terminate notices
+        self.rebalancing: dict[str, AgentNotice] = {}  # rebalance recommendations
 
+    def received(self, agent_id: str, kind: str, terminate_at: float, now: float) -> bool:
+        """Hold a notice; False when the agent already has one of that kind (a repeat)."""
+        table = self.draining if kind == "terminate" else self.rebalancing
+        if agent_id in table:
+            return False
+        table[agent_id] = AgentNotice(terminate_at, now)
+        return True
 
-def fits_window(book: JobBook, job: Job, now: float) -> bool:
-    """The job's expected end, plus the margin, comes before its agent's termination time."""
-    notice = book.draining[job.agent_id]
-    est = book.runtime_estimate(job.tool)
-    if est is None:
-        return False
-    cur = job.current
-    start = cur.started_at if cur and cur.started_at is not None else (cur.launched_at if cur else now)
-    remaining = max(est - (now - start), 0.0)
-    return now + remaining + book.notice_margin_s <= notice.terminate_at
+    def deadline(self, agent_id: str | None) -> float | None:
+        """When a task on this agent must have ended (its terminate notice less the margin), if any."""
+        notice = self.draining.get(agent_id or "")
+        return None if notice is None else notice.terminate_at - self.margin_s
 
+    def notice_age_s(self, agent_id: str | None, now: float) -> float | None:
+        notice = self.draining.get(agent_id or "")
+        return None if notice is None else now - notice.received_at
 
-def kill_for_notice(book: JobBook, job: Job, now: float, out: list[Command]) -> None:
-    book._move(job, TaskState.KILLING)
-    job.kill_cause = "notice"
-    job.kept_for_notice = False
-    job.kill_sent_at = now
-    out.append(KillTask(job.mesos_task_id, job.agent_id))
-    out.append(Record("drain_kill", {"job_id": job.job_id, "task": job.mesos_task_id, "agent_id": job.agent_id,
-                                     "estimate_s": book.runtime_estimate(job.tool)}))
+    def past_deadline(self, agent_id: str | None, now: float) -> bool:
+        """The agent's termination time has come: it is gone, whatever the master says later."""
+        notice = self.draining.get(agent_id or "")
+        return notice is not None and now >= notice.terminate_at
 
+    def fits_window(self, job: Job, now: float, estimate: Estimate) -> bool:
+        """The job's expected end, plus the margin, comes before its agent's termination time."""
+        notice = self.draining.get(job.agent_id or "")
+        est = estimate(job.tool)
+        if notice is None or est is None:
+            return False
+        cur = job.current
+        start = cur.started_at if cur and cur.started_at is not None else (cur.launched_at if cur else now)
+        remaining = max(est - (now - start), 0.0)
+        return now + remaining + self.margin_s <= notice.terminate_at
 
-def is_long(book: JobBook, job: Job) -> bool:
-    est = book.runtime_estimate(job.tool)
-    return est is None or est > book.long_task_s
+    def is_long(self, job: Job, estimate: Estimate) -> bool:
+        est = estimate(job.tool)
+        return est is None or est > self.long_task_s
 
+    def kept_off_rebalancing(self, queue: Sequence[Job], cluster: dict[str, pl.AgentInfo],
+                             estimate: Estimate) -> set[str]:
+        """Task ids of queued jobs that must not start on an agent with a rebalance recommendation.
 
-def kept_off_rebalancing(book: JobBook, queue: list[Job]) -> set[str]:
-    """Task ids of queued jobs that must not start on an agent with a rebalance recommendation.
+        A job that only such agents could ever hold is not kept off them: waiting for them to go away
+        could be forever (a recommendation need not end in an interruption)."""
+        if self.rebalance == "ignore" or not self.rebalancing:
+            return set()
+        steady = [a for a_id, a in cluster.items() if a_id not in self.rebalancing]
+        if not steady:
+            return set()
+        return {j.mesos_task_id for j in queue
+                if (self.rebalance == "drain" or self.is_long(j, estimate))
+                and pl.why_unplaceable(j.pending(), steady) is None}
 
-    A job that only such agents could ever hold is not kept off them: waiting for them to go away
-    could be forever (a recommendation need not end in an interruption)."""
-    if book.rebalance == "ignore" or not book.rebalancing:
-        return set()
-    steady = [a for a_id, a in book.cluster().items() if a_id not in book.rebalancing]
-    if not steady:
-        return set()
-    return {j.mesos_task_id for j in queue
-            if (book.rebalance == "drain" or is_long(book, j))
-            and pl.why_unplaceable(j.pending(), steady) is None}
+    def closed(self) -> Iterable[str]:
+        """Agents that take no new work because of a terminate notice."""
+        return self.draining.keys()

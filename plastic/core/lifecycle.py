@@ -37,6 +37,25 @@ class TaskState(StrEnum):
     KILLED = "KILLED"
 
 
+class JobOutcome(StrEnum):
+    """How a job ended, as the Toil leader is told (once per job)."""
+
+    FINISHED = "finished"
+    FAILED = "failed"  # the task's own failure (or it could not be placed on a cluster that cannot grow)
+    KILLED = "killed"  # on the leader's request
+    LOST_FOR_GOOD = "lost_for_good"  # lost more often than the relaunch limit: ends FAILED
+
+
+class AttemptOutcome(StrEnum):
+    """How one attempt of a task ended (one record per attempt in the run's state)."""
+
+    FINISHED = "finished"  # exit 0
+    FAILED = "failed"  # the task's own failure: exit_code says which
+    PREEMPTED = "preempted"  # spot interruption (a notice, or a burst agent lost): counted against preempt=N
+    LOST = "lost"  # a reliable agent lost, unreachable, gone, or the launch dropped
+    KILLED = "killed"  # killed on request (leader, cancel)
+
+
 class AgentState(StrEnum):
     ACTIVE = "ACTIVE"
     DRAINING = "DRAINING"

@@ -20,9 +20,10 @@ expected to end before the agent does.  One that cannot fit is killed at once.
 
 An end that does not say whether the work was done (the master no longer knows the task: it
 finished and the dead leader acknowledged it, but the record of it was lost with the leader; or
-it was lost) is checked against Toil's job store first (record ``orphan_check``, answered by the
-shell with OrphanChecked): when the job's work is there, the orphan ended as finished (reason
-``job_store``).
+it was lost) is checked against Toil's job store first (CheckJobStore "committed", answered by the
+shell with JobStoreChecked): when the job's work is there, the orphan ended as finished (reason
+``job_store``).  Every end moves the orphan's task record (the previous leader's job id) to
+FINISHED, FAILED or KILLED (TaskStateChanged, from whatever the record said).
 
 When the master had removed the framework (the resume came after its failover timeout), it killed
 all its tasks: the new leader subscribes anew and every orphan ends at once as killed.
@@ -42,7 +43,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from plastic.core.jobbook_messages import Command, KillTask, KnownTask, Record
+from plastic.core.jobbook_commands import CheckJobStore, KillTask
+from plastic.core.jobbook_events import PriorTask
+from plastic.core.jobbook_records import (
+    OrphanAdopted,
+    OrphanCheckAsked,
+    OrphanEnded,
+    OrphanKilled,
+    OrphanUnknown,
+    TaskStateChanged,
+)
+from plastic.core.jobs import split_task_id
+from plastic.core.lifecycle import TaskState
 
 TERMINAL = frozenset({"TASK_FINISHED", "TASK_FAILED", "TASK_ERROR", "TASK_KILLED", "TASK_LOST",
                       "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_DROPPED", "TASK_UNKNOWN"})
@@ -50,6 +62,10 @@ TERMINAL = frozenset({"TASK_FINISHED", "TASK_FAILED", "TASK_ERROR", "TASK_KILLED
 # finished and was acknowledged by the dead leader, whose record of it was lost), or lost it.
 INCONCLUSIVE = frozenset({"TASK_LOST", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_DROPPED",
                           "TASK_UNKNOWN", "unknown"})
+# Record states that a new leader finds live (an orphan to account for) or queued (never launched).
+LIVE_RECORDS = ("LAUNCHING", "STARTING", "RUNNING", "KILLING")
+_ORPHAN_END_STATE = {"TASK_FINISHED": TaskState.FINISHED, "TASK_FAILED": TaskState.FAILED,
+                     "TASK_ERROR": TaskState.FAILED}
 
 
 @dataclass(slots=True)
@@ -82,21 +98,33 @@ class OrphanStep:
     adopted: bool = False  # of an end: the task had been adopted
     job_store_id: str | None = None  # of a check
 
-    def commands(self) -> list[Command]:
-        """The JobBook commands of this step."""
-        fields = {"task": self.task_id, "agent_id": self.agent_id, "state": self.state}
+    def commands(self) -> list:
+        """The JobBook commands and records of this step."""
         if self.action == "adopt":
-            return [Record("orphan_adopted", {**fields, "remaining_estimate_s": self.estimate_s})]
+            return [OrphanAdopted(self.task_id, self.agent_id, self.state, self.estimate_s)]
         if self.action == "kill":
-            return [KillTask(self.task_id, self.agent_id), Record("orphan_kill", {**fields, "reason": self.reason})]
+            return [KillTask(self.task_id, self.agent_id),
+                    OrphanKilled(self.task_id, self.agent_id, self.state, self.reason or "")]
         if self.action == "check":
-            return [Record("orphan_check", {**fields, "reason": self.reason, "job_store_id": self.job_store_id})]
+            return [OrphanCheckAsked(self.task_id, self.agent_id, self.state, self.reason, self.job_store_id),
+                    CheckJobStore(self.task_id, self.job_store_id or "", "committed")]
         if self.action == "ended":
-            return [Record("orphan_ended", {**fields, "adopted": self.adopted,
-                                            **({"reason": self.reason} if self.reason else {})})]
+            why = "adopted" if self.adopted else "orphan"
+            suffix = f" ({self.reason})" if self.reason else ""
+            return [OrphanEnded(self.task_id, self.agent_id, self.state, self.adopted, self.reason),
+                    *self._record_moves(_ORPHAN_END_STATE.get(str(self.state), TaskState.KILLED),
+                                        f"{why} {str(self.state).lower()}{suffix}")]
         if self.action == "unknown":
-            return [Record("orphan_unknown", {"task": self.task_id, "agent_id": self.agent_id})]
+            return [OrphanUnknown(self.task_id, self.agent_id),
+                    *self._record_moves(TaskState.KILLED, "orphan unknown to the master")]
         return []
+
+    def _record_moves(self, state: TaskState, why: str) -> list[TaskStateChanged]:
+        """The previous leader's task record (its job id) ends as ``state``, whatever it said before."""
+        parsed = split_task_id(self.task_id)
+        if parsed is None:
+            return []
+        return [TaskStateChanged(parsed[0], None, state, f"previous leader: {why}", {"outcome": why})]
 
 
 class Orphans:
@@ -123,9 +151,12 @@ class Orphans:
         if self.window_end is None:
             self.window_end = now + self.adopt_s
 
-    def expect(self, known: KnownTask, now: float) -> None:
-        if known.task_id not in self.tasks and known.task_id not in self.ended:
-            self._add(known.task_id, known.agent_id, now, known.tool, known.running_s, known.job_store_id)
+    def expect(self, prior: PriorTask, now: float) -> None:
+        """A live task of the previous leader's records (state in LIVE_RECORDS, with a Mesos task id)."""
+        task_id = prior.mesos_task_id
+        if task_id and task_id not in self.tasks and task_id not in self.ended:
+            running_s = prior.state_age_s if prior.state == "RUNNING" else None
+            self._add(task_id, prior.agent_id, now, prior.tool, running_s, prior.job_store_id)
 
     def _add(self, task_id: str, agent_id: str | None, now: float, tool: str | None = None,
              running_s: float | None = None, job_store_id: str | None = None) -> Orphan:

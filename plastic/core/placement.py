@@ -11,16 +11,25 @@ Rules (the paper's and the seeds'):
 - priority: reliable tasks first, then larger tasks first (first-fit decreasing);
 - dense packing: among the agents that fit, the one left with the fewest free
   resources after the launch (the seeds' "fewest free resources first");
-- agents that are draining (a spot notice arrived) take nothing new;
-- offers that launch nothing are declined with a refuse filter; with no work
-  left the framework suppresses offers, and revives them when work arrives;
+- agents that are draining (a spot notice arrived) take nothing new, nor do
+  agents the Toil leader asked to ignore (their offers are declined);
+- agents under a rebalance recommendation take no task marked
+  `avoid_rebalancing`: those tasks are placed first, with such agents closed to
+  them, then the rest of the queue on what is left;
+- offers that launch nothing are declined with a refuse filter (briefly while
+  work that fits the cluster still waits); with no work left the framework
+  suppresses offers, and revives them when work arrives;
 - a task that no agent of the cluster could ever hold is reported at once.
+
+`place()` returns the whole decision (launches, declines with their refuse
+times, unplaceable tasks); the JobBook only applies it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field, replace
 
 from plastic.core.model import Preempt, Resources
 
@@ -38,6 +47,8 @@ class AgentInfo:
     cluster: str = ""
     instance_type: str = ""
     draining: bool = False
+    address: str = ""  # "ip:port" of the agent, when known
+    instance_id: str = ""  # the agent's instance_id attribute (an EC2 instance id), when it has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,7 @@ class PendingTask:
     preempt: Preempt
     preemptions: int = 0  # how many times it was preempted so far
     instance_type: str | None = None  # pinned: only agents of this type
+    avoid_rebalancing: bool = False  # not onto agents under a rebalance recommendation
 
     @property
     def needs_reliable(self) -> bool:
@@ -92,7 +104,9 @@ class ReviveOffers:
 
 
 @dataclass(frozen=True, slots=True)
-class ReportUnplaceable:
+class Unplaceable:
+    """A task no agent of the cluster could ever hold, and why."""
+
     task_id: str
     reason: str
 
@@ -101,9 +115,10 @@ class ReportUnplaceable:
 class Placement:
     launches: tuple[LaunchTask, ...] = ()
     declines: tuple[DeclineOffer, ...] = ()
-    unplaceable: tuple[ReportUnplaceable, ...] = ()
+    unplaceable: tuple[Unplaceable, ...] = ()
     still_waiting: tuple[str, ...] = ()  # task ids that fit the cluster but not these offers
     offers_used: tuple[str, ...] = field(default=())
+    ignored: tuple[str, ...] = ()  # offers of ignored agents (declined, with refuse_seconds)
 
 
 def priority(task: PendingTask) -> tuple:
@@ -137,17 +152,49 @@ def place(
     cluster: Mapping[str, AgentInfo],
     *,
     refuse_seconds: float = DEFAULT_REFUSE_SECONDS,
+    draining: AbstractSet[str] = frozenset(),
+    rebalancing: AbstractSet[str] = frozenset(),
+    ignored: AbstractSet[str] = frozenset(),
+    work_held: bool = False,
 ) -> Placement:
-    """Match `queue` to `offers`. `cluster` is every agent known (for unplaceable checks)."""
-    free: dict[str, Resources] = {o.offer_id: o.available for o in offers}
-    usable = [o for o in offers if not o.agent.draining]
+    """Match `queue` to `offers`. `cluster` is every agent that takes new work (for unplaceable
+    checks); `draining` agents (and those marked so) take nothing; `rebalancing` agents take no task
+    marked avoid_rebalancing; the offers of `ignored` agents are declined at once.  `work_held`:
+    queued work is held back for now (it will want offers soon), so refuse only briefly."""
+    shut = [o for o in offers if o.agent.agent_id in ignored]
+    open_offers = [o if o.agent.draining or o.agent.agent_id not in draining
+                   else replace(o, agent=replace(o.agent, draining=True))
+                   for o in offers if o.agent.agent_id not in ignored]
+    free: dict[str, Resources] = {o.offer_id: o.available for o in open_offers}
+    avoiding = [t for t in queue if t.avoid_rebalancing]
     launches: list[LaunchTask] = []
-    unplaceable: list[ReportUnplaceable] = []
+    unplaceable: list[Unplaceable] = []
     waiting: list[str] = []
+    if avoiding:
+        closed = [replace(o, agent=replace(o.agent, draining=True)) if o.agent.agent_id in rebalancing else o
+                  for o in open_offers]
+        _place_pass(closed, avoiding, cluster, free, launches, unplaceable, waiting)
+    _place_pass(open_offers, [t for t in queue if not t.avoid_rebalancing], cluster, free, launches, unplaceable,
+                waiting)
+    used = {lt.offer_id for lt in launches}
+    # With work still waiting, refuse only briefly: the resources may fit it once tasks end.
+    refuse = min(refuse_seconds, BUSY_REFUSE_SECONDS) if waiting or work_held else refuse_seconds
+    declines = [DeclineOffer(o.offer_id, refuse) for o in open_offers if o.offer_id not in used]
+    declines += [DeclineOffer(o.offer_id, refuse_seconds) for o in shut]
+    return Placement(tuple(launches), tuple(declines), tuple(unplaceable), tuple(waiting),
+                     tuple(o.offer_id for o in open_offers if o.offer_id in used),
+                     tuple(o.offer_id for o in shut))
+
+
+def _place_pass(offers: Sequence[Offer], queue: Sequence[PendingTask], cluster: Mapping[str, AgentInfo],
+                free: dict[str, Resources], launches: list[LaunchTask], unplaceable: list[Unplaceable],
+                waiting: list[str]) -> None:
+    """One first-fit-decreasing pass of `queue` over `offers` (their resources left in `free`)."""
+    usable = [o for o in offers if not o.agent.draining]
     for task in sorted(queue, key=priority):
         reason = why_unplaceable(task, cluster.values())
         if reason is not None:
-            unplaceable.append(ReportUnplaceable(task.task_id, reason))
+            unplaceable.append(Unplaceable(task.task_id, reason))
             continue
         best: tuple[tuple, Offer] | None = None
         for o in usable:
@@ -174,12 +221,6 @@ def place(
                else f"preemptible task on a {where} agent")
         launches.append(LaunchTask(task.task_id, o.agent.agent_id, o.offer_id, task.demand,
                                    f"{why}, tightest fit ({o.agent.cluster or o.agent.agent_id})"))
-    used = {lt.offer_id for lt in launches}
-    # With work still waiting, refuse only briefly: the resources may fit it once tasks end.
-    refuse = min(refuse_seconds, BUSY_REFUSE_SECONDS) if waiting else refuse_seconds
-    declines = tuple(DeclineOffer(o.offer_id, refuse) for o in offers if o.offer_id not in used)
-    return Placement(tuple(launches), declines, tuple(unplaceable), tuple(waiting),
-                     tuple(o.offer_id for o in offers if o.offer_id in used))
 
 
 def offer_flow(queue_was_empty: bool, queue_is_empty: bool, suppressed: bool) -> SuppressOffers | ReviveOffers | None:

@@ -21,6 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from plastic.core.model import Catalog, InstanceType
+from plastic.core.plan import PlannedNode
+
 SECONDS_PER_HOUR = 3600.0
 
 
@@ -101,6 +104,48 @@ class RunReport:
         doc["clusters"] = [asdict(c) for c in self.clusters]
         doc["notes"] = list(self.notes)
         return doc
+
+
+@dataclass(frozen=True, slots=True)
+class KnownAgent:
+    """An agent the run started itself (a local cluster's), with the planned node it stands for."""
+
+    agent_id: str
+    cluster: str
+    preemptible: bool
+    instance_type: str | None
+    node_id: str | None
+
+
+def agent_price(itype: InstanceType | None, preemptible: bool) -> tuple[float, float]:
+    """(USD per hour, the on-demand USD per hour) of an agent of ``itype``: a preemptible agent costs
+    the spot price, or the on-demand price when the catalog has no spot price; 0 when unknown."""
+    od = itype.on_demand_usd_per_hour if itype else 0.0
+    return ((itype.spot_usd_per_hour or od) if (itype and preemptible) else od), od
+
+
+def price_agents(nodes: Mapping[str, PlannedNode], known: Sequence[KnownAgent], events: Sequence[RunEvent],
+                 catalog: Catalog) -> list[AgentSpan]:
+    """The run's agents with prices: agents the run started by their planned node, any other agent the
+    framework met (an ``agent`` event) by its instance type in the catalog."""
+    spans: dict[str, AgentSpan] = {}
+    for a in known:
+        node = nodes.get(a.node_id or "")
+        if node is not None:
+            spans[a.agent_id] = AgentSpan(a.agent_id, a.cluster, a.preemptible, a.instance_type, node.usd_per_hour,
+                                          node.on_demand_usd_per_hour or node.usd_per_hour)
+    for ev in events:
+        if ev.kind != "agent":
+            continue
+        agent_id = str(ev.fields.get("agent_id"))
+        if agent_id in spans:
+            continue
+        itype = ev.fields.get("instance_type") or None
+        preemptible = bool(ev.fields.get("preemptible"))
+        price, od = agent_price(catalog.by_name(str(itype)) if itype else None, preemptible)
+        spans[agent_id] = AgentSpan(agent_id, str(ev.fields.get("cluster") or "?"), preemptible,
+                                    None if itype is None else str(itype), price, od, seen_at=ev.at)
+    return list(spans.values())
 
 
 def _job(fields: Mapping[str, Any], same: Mapping[str, str] | None = None) -> str | None:

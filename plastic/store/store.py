@@ -35,7 +35,7 @@ from plastic.store.records import (
     RUN_FIELDS,
     TASK_FIELDS,
     AgentRecord,
-    Attempt,
+    AttemptRecord,
     Event,
     RunRecord,
     TaskRecord,
@@ -52,7 +52,7 @@ from plastic.store.scripts import (
     LuaScript,
     counted_pairs,
 )
-from plastic.store.stats import percentile
+from plastic.core.stats import percentile
 from plastic.store.transitions import TransitionCall, run_script, split_fields
 
 # Task states in which a task occupies an agent.
@@ -261,7 +261,7 @@ class Store:
         fields: Mapping[str, Any] | None = None,
         incr: Mapping[str, int] | None = None,
         event: Mapping[str, Any] | None = None,
-        attempt: Attempt | None = None,
+        attempt: AttemptRecord | None = None,
         pipeline: Pipeline | None = None,
     ) -> Transition | None:
         """Move a task to ``new_state`` if the table allows it (and it is in ``expected`` when given).
@@ -296,12 +296,12 @@ class Store:
             pipeline=pipeline,
         )
 
-    def record_attempt(self, run_id: str, task_id: str, attempt: Attempt, *, pipeline: Pipeline | None = None) -> None:
+    def record_attempt(self, run_id: str, task_id: str, attempt: AttemptRecord, *, pipeline: Pipeline | None = None) -> None:
         """Append an ended attempt (prefer ``transition_task(..., attempt=)``, which does it atomically)."""
         (pipeline or self.client).rpush(self.keys.task_attempts(run_id, task_id), attempt.to_json())
 
-    def attempts(self, run_id: str, task_id: str) -> list[Attempt]:
-        return [Attempt.from_json(text) for text in self.client.lrange(self.keys.task_attempts(run_id, task_id), 0, -1)]
+    def attempts(self, run_id: str, task_id: str) -> list[AttemptRecord]:
+        return [AttemptRecord.from_json(text) for text in self.client.lrange(self.keys.task_attempts(run_id, task_id), 0, -1)]
 
     # ------------------------------------------------------------------ agents
 
@@ -449,6 +449,18 @@ class Store:
 
     def pending_submissions(self) -> int:
         return self.client.llen(self.keys.submissions())
+
+    def queued_submissions(self) -> list[dict[str, Any]]:
+        """Every submission still queued, oldest last (a malformed one is left out)."""
+        out = []
+        for raw in self.client.lrange(self.keys.submissions(), 0, -1):
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(doc, dict):
+                out.append(doc)
+        return out
 
     # ------------------------------------------------------------------ spot notices
 

@@ -18,7 +18,7 @@ from redis.client import Pipeline
 from redis.exceptions import ResponseError
 
 from plastic.store.errors import translate
-from plastic.store.records import Attempt, Transition, encode
+from plastic.store.records import AttemptRecord, Transition, encode
 from plastic.store.scripts import LuaScript, counted_list, counted_pairs
 
 # Fields every transition event carries; callers' extra event fields may not reuse them.
@@ -74,7 +74,7 @@ class TransitionCall:
         fields: Mapping[str, Any] | None = None,
         incr: Mapping[str, int] | None = None,
         event: Mapping[str, Any] | None = None,
-        attempt: Attempt | None = None,
+        attempt: AttemptRecord | None = None,
         maxlen: int,
         pipeline: Pipeline | None = None,
     ) -> Transition | None:

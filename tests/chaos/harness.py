@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from tests.clirun import read_decisions
+from tests.clirun import assert_replays, read_decisions
 
 DATA = Path(__file__).resolve().parent / "data" / "square-sum"
 WORKFLOW = DATA / "square-sum.cwl"
@@ -234,6 +234,7 @@ class Result:
         for lost in self.of("agent_lost"):
             late = [p for p in self.of("placed", agent_id=lost["agent_id"]) if p["t"] > lost["t"]]
             assert not late, (lost, late)
+        assert_replays(self.run.run_dir)  # the same events give the same decisions
         return phantoms
 
     def assert_no_relaunched_finished_jobs(self, phantoms: set[str]) -> None:

@@ -6,31 +6,33 @@ import itertools
 
 import pytest
 
-from plastic.core.jobbook import (
+from plastic.core.jobbook import JobBook
+from plastic.core.jobbook_commands import (
     Acknowledge,
-    AgentLost,
-    AgentSeen,
     DeclineOffers,
-    JobBook,
-    JobEnded,
-    JobIssued,
-    KillRequested,
     KillTask,
     LaunchTasks,
+    Reconcile,
+    ReportJobEnd,
+    ReportUnplaceable,
+    ReviveOffers,
+    SuppressOffers,
+)
+from plastic.core.jobbook_events import (
+    AgentLost,
+    AgentSeen,
+    JobIssued,
+    KillRequested,
     NoticeReceived,
     OfferRescinded,
     OffersReceived,
-    Reconcile,
     Reconnected,
-    Record,
-    ReportUnplaceable,
-    ReviveOffers,
+    RuntimeHistoryLoaded,
     StatusReceived,
-    SuppressOffers,
     Tick,
-    exit_code_of,
-    split_task_id,
 )
+from plastic.core.jobbook_records import Record
+from plastic.core.jobs import exit_code_of, split_task_id
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
 from plastic.core.placement import AgentInfo, Offer
@@ -59,9 +61,11 @@ def records(cmds, kind):
 class Harness:
     """A book, a clock, and helpers that check validate() after every event."""
 
-    def __init__(self, **kw):
+    def __init__(self, estimates=None, **kw):
         self.book = JobBook(**kw)
         self.now = 0.0
+        for tool, seconds in (estimates or {}).items():  # the history the shell would load
+            self.book.handle(RuntimeHistoryLoaded(tool, (seconds,)), self.now)
 
     def __call__(self, event, dt: float = 1.0):
         self.now += dt
@@ -116,24 +120,24 @@ def test_happy_path_finished_once_and_acknowledged_after():
     assert h.book.running_job_ids() == ["j"]
     h.now += 10
     cmds = h.status("j.1", "TASK_FINISHED", agent_id="core", message="Command exited with status 0", uuid="fin")
-    ended = of(cmds, JobEnded)
-    assert ended == [JobEnded("j", "finished", 0, pytest.approx(11.0), "j.1", None, "Command exited with status 0")]
+    ended = of(cmds, ReportJobEnd)
+    assert ended == [ReportJobEnd("j", "finished", 0, pytest.approx(11.0), "j.1", None, "Command exited with status 0")]
     assert isinstance(cmds[-1], Acknowledge) and cmds[-1].uuid == "fin"
     assert cmds.index(ended[0]) < cmds.index(cmds[-1])
-    # the same update again (ack lost): acknowledged again, no second JobEnded
+    # the same update again (ack lost): acknowledged again, no second ReportJobEnd
     cmds = h.status("j.1", "TASK_FINISHED", agent_id="core", uuid="fin")
-    assert not of(cmds, JobEnded) and of(cmds, Acknowledge)
+    assert not of(cmds, ReportJobEnd) and of(cmds, Acknowledge)
 
 
 def test_failed_exit_code_from_message_or_field():
     h = Harness()
     t = h.run("a")
     cmds = h.status(t, "TASK_FAILED", message="Command exited with status 3")
-    assert of(cmds, JobEnded)[0].outcome == "failed" and of(cmds, JobEnded)[0].exit_code == 3
+    assert of(cmds, ReportJobEnd)[0].outcome == "failed" and of(cmds, ReportJobEnd)[0].exit_code == 3
     t = h.run("b")
-    assert of(h.status(t, "TASK_FAILED", exit_code=7, message="Command exited with status 3"), JobEnded)[0].exit_code == 7
+    assert of(h.status(t, "TASK_FAILED", exit_code=7, message="Command exited with status 3"), ReportJobEnd)[0].exit_code == 7
     t = h.run("c")
-    e, = of(h.status(t, "TASK_ERROR", message="bad task info"), JobEnded)
+    e, = of(h.status(t, "TASK_ERROR", message="bad task info"), ReportJobEnd)
     assert (e.outcome, e.exit_code) == ("failed", 255)
 
 
@@ -144,7 +148,7 @@ def test_kill_running_job():
     assert of(cmds, KillTask) == [KillTask(t, "core")]
     assert h.book.jobs["j"].state is TaskState.KILLING
     h.status(t, "TASK_KILLING")
-    e, = of(h.status(t, "TASK_KILLED"), JobEnded)
+    e, = of(h.status(t, "TASK_KILLED"), ReportJobEnd)
     assert e.outcome == "killed"
     assert not of(h(KillRequested("j")), KillTask)  # already ended
 
@@ -153,7 +157,7 @@ def test_kill_queued_job_ends_at_once():
     h = Harness()
     h.issue()
     cmds = h(KillRequested("j"))
-    assert of(cmds, JobEnded)[0].outcome == "killed" and of(cmds, SuppressOffers)
+    assert of(cmds, ReportJobEnd)[0].outcome == "killed" and of(cmds, SuppressOffers)
     assert not h.launched(h.offer(CORE))
 
 
@@ -161,17 +165,17 @@ def test_agent_loss_requeues_under_new_task_id_without_jobended():
     h = Harness()
     t = h.run(agent=BURST)
     cmds = h(AgentLost("burst"))
-    assert not of(cmds, JobEnded) and of(cmds, ReviveOffers)
+    assert not of(cmds, ReportJobEnd) and of(cmds, ReviveOffers)
     job = h.book.jobs["j"]
     assert (job.state, job.attempt, job.preemptions) == (TaskState.QUEUED, 2, 1)
     assert records(cmds, "requeue")[0]["counted_as"] == "preempted"
     assert h.launched(h.offer(BURST2)) == [("j.2", "burst2")]
     # the old attempt's late updates are acknowledged and ignored
     cmds = h.status(t, "TASK_LOST", uuid="late")
-    assert not of(cmds, JobEnded) and of(cmds, Acknowledge) and records(cmds, "stale_status")
+    assert not of(cmds, ReportJobEnd) and of(cmds, Acknowledge) and records(cmds, "stale_status")
     assert h.book.jobs["j"].preemptions == 1
     h.status("j.2", "TASK_RUNNING")
-    assert of(h.status("j.2", "TASK_FINISHED"), JobEnded)[0].mesos_task_id == "j.2"
+    assert of(h.status("j.2", "TASK_FINISHED"), ReportJobEnd)[0].mesos_task_id == "j.2"
 
 
 @pytest.mark.parametrize("state", ["TASK_LOST", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR",
@@ -180,7 +184,7 @@ def test_loss_states_requeue(state):
     h = Harness()
     t = h.run(agent=BURST)
     cmds = h.status(t, state, reason="REASON_AGENT_REMOVED")
-    assert not of(cmds, JobEnded)
+    assert not of(cmds, ReportJobEnd)
     assert h.book.jobs["j"].state is TaskState.QUEUED and h.book.jobs["j"].preemptions == 1
 
 
@@ -200,7 +204,7 @@ def test_losses_on_reliable_agents_are_bounded():
     assert h.book.jobs["j"].losses == 1 and h.book.jobs["j"].state is TaskState.QUEUED
     h.offer(CORE)
     h.status("j.2", "TASK_RUNNING")
-    e, = of(h.status("j.2", "TASK_LOST"), JobEnded)
+    e, = of(h.status("j.2", "TASK_LOST"), ReportJobEnd)
     assert (e.outcome, e.exit_code) == ("lost_for_good", 255)
 
 
@@ -251,12 +255,8 @@ def test_unused_offers_declined():
     assert of(cmds, DeclineOffers)[0].refuse_seconds == 5.0
 
 
-def estimates(table):
-    return lambda tool: table.get(tool)
-
-
 def test_notice_kills_long_job_and_requeues_it():
-    h = Harness(runtime_estimate=estimates({"long": 3600.0}))
+    h = Harness(estimates={"long": 3600.0})
     t = h.run("j", agent=BURST, tool="long")
     cmds = h(NoticeReceived("burst", terminate_at=h.now + 120))
     assert of(cmds, KillTask) == [KillTask(t, "burst")]
@@ -267,23 +267,23 @@ def test_notice_kills_long_job_and_requeues_it():
     assert h.launched(h.offer(BURST)) == []
     h.status(t, "TASK_KILLING")
     cmds = h.status(t, "TASK_KILLED")
-    assert not of(cmds, JobEnded)
+    assert not of(cmds, ReportJobEnd)
     job = h.book.jobs["j"]
     assert (job.state, job.attempt, job.preemptions) == (TaskState.QUEUED, 2, 1)
     assert sorted(h.launched(h.offer(BURST2))) == [("j.2", "burst2"), ("other.1", "burst2")]
 
 
 def test_notice_lets_short_job_finish():
-    h = Harness(runtime_estimate=estimates({"short": 30.0}), notice_margin_s=30)
+    h = Harness(estimates={"short": 30.0}, notice_margin_s=30)
     t = h.run("j", agent=BURST, tool="short")
     cmds = h(NoticeReceived("burst", terminate_at=h.now + 120))
     assert not of(cmds, KillTask) and records(cmds, "let_finish")
     h(Tick(), dt=5)
-    assert of(h.status(t, "TASK_FINISHED"), JobEnded)[0].outcome == "finished"
+    assert of(h.status(t, "TASK_FINISHED"), ReportJobEnd)[0].outcome == "finished"
 
 
 def test_kept_job_that_overruns_is_killed_before_the_deadline():
-    h = Harness(runtime_estimate=estimates({"short": 30.0}), notice_margin_s=30)
+    h = Harness(estimates={"short": 30.0}, notice_margin_s=30)
     t = h.run("j", agent=BURST, tool="short")
     h(NoticeReceived("burst", terminate_at=h.now + 120))
     assert not of(h(Tick(), dt=60), KillTask)
@@ -291,16 +291,16 @@ def test_kept_job_that_overruns_is_killed_before_the_deadline():
 
 
 def test_notice_deadline_passed_requeues():
-    h = Harness(runtime_estimate=estimates({"long": 3600.0}))
+    h = Harness(estimates={"long": 3600.0})
     t = h.run("j", agent=BURST, tool="long")
     h(NoticeReceived("burst", terminate_at=h.now + 120))
     cmds = h(Tick(), dt=200)  # no TASK_KILLED came: the instance is gone anyway
-    assert h.book.jobs["j"].state is TaskState.QUEUED and not of(cmds, JobEnded)
-    assert not of(h.status(t, "TASK_KILLED"), JobEnded)
+    assert h.book.jobs["j"].state is TaskState.QUEUED and not of(cmds, ReportJobEnd)
+    assert not of(h.status(t, "TASK_KILLED"), ReportJobEnd)
 
 
 def test_duplicate_notices_handled_once():
-    h = Harness(runtime_estimate=estimates({"long": 3600.0}))
+    h = Harness(estimates={"long": 3600.0})
     h.run("j", agent=BURST, tool="long")
     first = h(NoticeReceived("burst", terminate_at=h.now + 120))
     assert len(of(first, KillTask)) == 1
@@ -313,18 +313,18 @@ def test_agent_draining_kill_is_a_preemption():
     h = Harness()
     t = h.run("j", agent=CORE)
     cmds = h.status(t, "TASK_KILLED", reason="REASON_AGENT_DRAINING")
-    assert not of(cmds, JobEnded) and h.book.jobs["j"].state is TaskState.QUEUED
+    assert not of(cmds, ReportJobEnd) and h.book.jobs["j"].state is TaskState.QUEUED
 
 
 def test_unexplained_kill_is_a_failure():
     h = Harness()
     t = h.run("j")
-    e, = of(h.status(t, "TASK_KILLED"), JobEnded)
+    e, = of(h.status(t, "TASK_KILLED"), ReportJobEnd)
     assert e.outcome == "failed"
 
 
 def test_rebalance_stops_long_tasks_only():
-    h = Harness(runtime_estimate=estimates({"short": 10.0, "long": 3600.0}))
+    h = Harness(estimates={"short": 10.0, "long": 3600.0})
     h(AgentSeen(BURST))
     h(AgentSeen(BURST2))  # another agent could take the long task (else it may go to burst: test_jobbook_spot)
     cmds = h(NoticeReceived("burst", terminate_at=h.now + 900, kind="rebalance"))
@@ -333,7 +333,7 @@ def test_rebalance_stops_long_tasks_only():
     h.issue("S", tool="short")
     assert h.launched(h.offer(BURST)) == [("S.1", "burst")]
     assert h.launched(h.offer(BURST2)) == [("L.1", "burst2")]
-    h2 = Harness(runtime_estimate=estimates({"long": 3600.0}), rebalance="ignore")
+    h2 = Harness(estimates={"long": 3600.0}, rebalance="ignore")
     h2(NoticeReceived("burst", terminate_at=900, kind="rebalance"))
     h2.issue("L", tool="long")
     assert h2.launched(h2.offer(BURST)) == [("L.1", "burst")]
@@ -376,7 +376,7 @@ def test_unplaceable_reported_once_and_kept_queued():
     h = Harness()
     h(AgentSeen(CORE))
     cmds = h.issue("big", demand=Resources(64, 1024))
-    assert of(cmds, ReportUnplaceable)[0].job_id == "big" and not of(cmds, JobEnded)
+    assert of(cmds, ReportUnplaceable)[0].job_id == "big" and not of(cmds, ReportJobEnd)
     cmds = h.offer(CORE)
     assert not of(cmds, ReportUnplaceable) and not h.launched(cmds)
     assert h.book.jobs["big"].state is TaskState.QUEUED
@@ -388,7 +388,7 @@ def test_unplaceable_fails_when_cluster_cannot_grow():
     h = Harness(cluster_may_grow=False)
     h(AgentSeen(BURST))
     cmds = h.issue("r", preempt=RELIABLE)
-    e, = of(cmds, JobEnded)
+    e, = of(cmds, ReportJobEnd)
     assert e.outcome == "failed" and "reliable" in e.message
 
 
@@ -416,6 +416,6 @@ def test_leader_kill_during_loss_ends_killed():
     h = Harness()
     t = h.run("j", agent=BURST)
     h(KillRequested("j"))
-    e, = of(h(AgentLost("burst")), JobEnded)
+    e, = of(h(AgentLost("burst")), ReportJobEnd)
     assert e.outcome == "killed"
-    assert not of(h.status(t, "TASK_KILLED"), JobEnded)
+    assert not of(h.status(t, "TASK_KILLED"), ReportJobEnd)

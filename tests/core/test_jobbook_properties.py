@@ -1,6 +1,6 @@
 """JobBook under random interleavings of events (hypothesis state machine).
 
-Whatever happens: at most one JobEnded per job, never a reliable-only job on a preemptible
+Whatever happens: at most one ReportJobEnd per job, never a reliable-only job on a preemptible
 agent, never a launch onto an agent under a termination notice, every update with a uuid is
 acknowledged after the book recorded it, and validate() holds after every step.
 """
@@ -13,19 +13,18 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from plastic.core.jobbook import (
-    Acknowledge,
+from plastic.core.jobbook import JobBook
+from plastic.core.jobbook_commands import Acknowledge, LaunchTasks, ReportJobEnd
+from plastic.core.jobbook_events import (
     AgentLost,
     AgentSeen,
-    JobBook,
-    JobEnded,
     JobIssued,
     KillRequested,
-    LaunchTasks,
     NoticeReceived,
     OfferRescinded,
     OffersReceived,
     Reconnected,
+    RuntimeHistoryLoaded,
     StatusReceived,
     Tick,
 )
@@ -52,8 +51,9 @@ ESTIMATES = {"short": 20.0, "long": 5000.0}
 class JobBookMachine(RuleBasedStateMachine):
     @initialize(may_grow=st.booleans(), rebalance=st.sampled_from(["ignore", "avoid-long", "drain"]))
     def start(self, may_grow, rebalance):
-        self.book = JobBook(ESTIMATES.get, cluster_may_grow=may_grow, rebalance=rebalance,
-                            max_lost_relaunches=2)
+        self.book = JobBook(cluster_may_grow=may_grow, rebalance=rebalance, max_lost_relaunches=2)
+        for tool, seconds in ESTIMATES.items():
+            self.book.handle(RuntimeHistoryLoaded(tool, (seconds,)), 0.0)
         self.now = 0.0
         self.ended: dict[str, int] = {}
         self.noticed: set[str] = set()  # agents under a termination notice
@@ -65,10 +65,10 @@ class JobBookMachine(RuleBasedStateMachine):
         self.now += dt
         cmds = self.book.handle(event, self.now)
         for c in cmds:
-            if isinstance(c, JobEnded):
+            if isinstance(c, ReportJobEnd):
                 assert c.job_id in self.issued
                 self.ended[c.job_id] = self.ended.get(c.job_id, 0) + 1
-                assert self.ended[c.job_id] == 1, f"two JobEnded for {c.job_id}"
+                assert self.ended[c.job_id] == 1, f"two ReportJobEnd for {c.job_id}"
             if isinstance(c, LaunchTasks):
                 agent = AGENTS[c.agent_id]
                 assert c.agent_id not in self.noticed, f"launch onto draining {c.agent_id}"
@@ -83,7 +83,7 @@ class JobBookMachine(RuleBasedStateMachine):
             acks = [i for i, c in enumerate(cmds) if isinstance(c, Acknowledge)]
             if event.uuid:
                 assert len(acks) == 1 and cmds[acks[0]].uuid == event.uuid
-                assert all(not isinstance(c, JobEnded) for c in cmds[acks[0]:])
+                assert all(not isinstance(c, ReportJobEnd) for c in cmds[acks[0]:])
             else:
                 assert not acks
         self.book.validate()
@@ -124,6 +124,21 @@ class JobBookMachine(RuleBasedStateMachine):
             u = None
         agent = job.agent_id if job else None
         self.apply(StatusReceived(f"{jid}.{attempt}", state, reason, message, agent, u))
+
+    @rule(data=st.data(), ending=st.sampled_from(STATES), reason=st.sampled_from(REASONS))
+    def live_tasks_report(self, data, ending, reason):
+        """Every live job's current attempt reports its next update: LAUNCHING -> TASK_STARTING,
+        STARTING -> TASK_RUNNING, then any state (``ending``) for one of the running ones."""
+        live = sorted((j for j in self.book.live()), key=lambda j: j.job_id)
+        for job in live:
+            nxt = {"LAUNCHING": "TASK_STARTING", "STARTING": "TASK_RUNNING"}.get(job.state.value)
+            if nxt is not None:
+                self.apply(StatusReceived(job.mesos_task_id, nxt, agent_id=job.agent_id, uuid=f"u{next(self.ids)}"))
+        running = sorted(j.job_id for j in self.book.live() if j.state.value in ("RUNNING", "KILLING"))
+        if running:
+            job = self.book.jobs[data.draw(st.sampled_from(running))]
+            self.apply(StatusReceived(job.mesos_task_id, ending, reason, agent_id=job.agent_id,
+                                      uuid=f"u{next(self.ids)}"))
 
     @rule()
     def tasks_run(self):

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.jobbook import (
-    REBALANCE_MODES,
-    AgentLost,
-    AgentSeen,
-    JobBook,
-    KillTask,
-    NoticeReceived,
-    Tick,
-)
-from plastic.core.jobbook_health import status_lines
+from plastic.core.jobbook import JobBook
+from plastic.core.jobbook_commands import KillTask
+from plastic.core.jobbook_events import AgentLost, AgentSeen, NoticeReceived, Tick
+from plastic.core.jobbook_notices import REBALANCE_MODES
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import RELIABLE, Resources
 from plastic.core.placement import AgentInfo
-from tests.core.test_jobbook import BURST, BURST2, CORE, Harness, estimates, of, records
+from tests.core.test_jobbook import BURST, BURST2, CORE, Harness, of, records
 
-ESTIMATES = estimates({"short": 10.0, "long": 3600.0})
+ESTIMATES = {"short": 10.0, "long": 3600.0}
 
 
 def rebalanced(mode: str) -> Harness:
-    h = Harness(runtime_estimate=ESTIMATES, rebalance=mode, idle_agent_s=None, starving_s=None)
+    h = Harness(estimates=ESTIMATES, rebalance=mode, idle_agent_s=None, starving_s=None)
     h(AgentSeen(BURST))
     h(AgentSeen(BURST2))
     cmds = h(NoticeReceived("burst", terminate_at=h.now, kind="rebalance"))
@@ -47,7 +41,7 @@ def test_rebalance_modes(mode, on_burst):
 
 
 def test_rebalance_never_touches_running_tasks_and_a_terminate_notice_still_applies():
-    h = Harness(runtime_estimate=ESTIMATES, rebalance="drain")
+    h = Harness(estimates=ESTIMATES, rebalance="drain")
     t = h.run("j", agent=BURST, tool="long")
     cmds = h(NoticeReceived("burst", terminate_at=h.now, kind="rebalance"))
     assert not of(cmds, KillTask) and h.book.jobs["j"].state is TaskState.RUNNING
@@ -73,7 +67,7 @@ def test_unknown_rebalance_mode_is_refused():
 
 
 def test_idle_burst_agent_reported_once_per_idle_period():
-    h = Harness(runtime_estimate=ESTIMATES, idle_agent_s=300, starving_s=None)
+    h = Harness(estimates=ESTIMATES, idle_agent_s=300, starving_s=None)
     h(AgentSeen(CORE))  # reliable: never reported
     h(AgentSeen(BURST))
     seen = h.now
@@ -82,10 +76,10 @@ def test_idle_burst_agent_reported_once_per_idle_period():
     assert rec == {"agent_id": "burst", "idle_s": pytest.approx(h.now - seen), "cluster": "burst",
                    "instance_type": "c5.xlarge"}
     assert not records(h(Tick(), dt=100), "idle_agent")  # once per idle period
-    assert status_lines(h.book, h.now)[0].startswith("agent burst (burst) idle for 450 s")
+    assert h.book.status_lines(h.now)[0].startswith("agent burst (burst) idle for 450 s")
     # busy again: no longer idle; the next idle period starts when its task leaves
     t = h.run("j", agent=BURST, tool="short")
-    assert not records(h(Tick(), dt=1000), "idle_agent") and h.book.idle_agents == {}
+    assert not records(h(Tick(), dt=1000), "idle_agent") and h.book.health.idle_agents == {}
     h.status(t, "TASK_FINISHED")
     left = h.now
     assert not records(h(Tick(), dt=299), "idle_agent")
@@ -100,7 +94,7 @@ def test_idle_report_skips_noticed_and_gone_agents():
     h(NoticeReceived("burst", terminate_at=h.now + 120))
     h(AgentLost("burst2"))
     assert not records(h(Tick(), dt=500), "idle_agent")
-    assert Harness(idle_agent_s=None).book.idle_agent_s is None
+    assert Harness(idle_agent_s=None).book.health.idle_agent_s is None
 
 
 def test_starving_job_reported_once_with_its_shape():
@@ -114,11 +108,11 @@ def test_starving_job_reported_once_with_its_shape():
     assert rec["job_id"] == "r" and (rec["vcpus"], rec["ram_mib"]) == (2, 2048)
     assert rec["waited_s"] == pytest.approx(h.now - issued) and "reliable" in rec["reason"]
     assert not records(h(Tick(), dt=300), "starving")
-    assert any(line.startswith("job r starving for") for line in status_lines(h.book, h.now))
+    assert any(line.startswith("job r starving for") for line in h.book.status_lines(h.now))
     # a reliable agent joins: no longer starving, and the job runs there
     h(AgentSeen(CORE))
     h(Tick())
-    assert h.book.starving == {}
+    assert h.book.health.starving == {}
     assert ("r.1", "core") in h.launched(h.offer(CORE))
 
 

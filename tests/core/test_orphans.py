@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from plastic.core.jobbook import (
-    Acknowledge,
-    JobBook,
-    KillTask,
-    KnownTask,
-    Reconcile,
-    Record,
+from plastic.core.jobbook import JobBook
+from plastic.core.jobbook_commands import Acknowledge, CheckJobStore, KillTask, LoadRuntimeHistory, Reconcile
+from plastic.core.jobbook_events import (
+    JobStoreChecked,
+    NoticeReceived,
+    PriorTask,
     Resumed,
+    RuntimeHistoryLoaded,
     StatusReceived,
     Tick,
 )
+from plastic.core.jobbook_records import Record, TaskStateChanged
+from plastic.core.lifecycle import TaskState
 from plastic.core.orphans import Orphans
 
 
@@ -20,9 +22,22 @@ def recs(cmds, kind):
     return [c for c in cmds if isinstance(c, Record) and c.kind == kind]
 
 
+def prior(task_id, agent_id=None, *, tool=None, running_s=None, job_store_id=None, state=None):
+    """The run's record of a previous leader's live task (RUNNING for running_s, else LAUNCHING)."""
+    state = state or ("RUNNING" if running_s is not None else "LAUNCHING")
+    return PriorTask(task_id.split(".")[0], state, task_id, agent_id, tool, job_store_id, running_s)
+
+
+def book_with(estimates=None, **kw):
+    book = JobBook(**kw)
+    for tool, seconds in (estimates or {}).items():
+        book.handle(RuntimeHistoryLoaded(tool, (seconds,)), 0.0)
+    return book
+
+
 def test_resumed_reconciles_known_and_implicitly():
     book = JobBook()
-    cmds = book.handle(Resumed((KnownTask("3.1", "a1"), KnownTask("4.2", None))), 0.0)
+    cmds = book.handle(Resumed((prior("3.1", "a1"), prior("4.2", None))), 0.0)
     reconciles = [c for c in cmds if isinstance(c, Reconcile)]
     assert reconciles == [Reconcile((("3.1", "a1"), ("4.2", None))), Reconcile(())]
     assert book.orphans_left() == 2 and recs(cmds, "resumed")
@@ -30,7 +45,7 @@ def test_resumed_reconciles_known_and_implicitly():
 
 def test_running_orphan_is_killed_once_then_forgotten_without_an_adopt_window():
     book = JobBook(kill_retry_s=30.0)  # adopt_s = 0: nothing is adopted
-    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
+    book.handle(Resumed((prior("3.1", "a1"),)), 0.0)
     cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
     assert [c for c in cmds if isinstance(c, KillTask)] == [KillTask("3.1", "a1")]
     assert recs(cmds, "orphan_kill")
@@ -46,7 +61,7 @@ def test_running_orphan_is_killed_once_then_forgotten_without_an_adopt_window():
 
 def test_orphan_finished_while_leader_was_down_is_only_acknowledged():
     book = JobBook()
-    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
+    book.handle(Resumed((prior("3.1", "a1"),)), 0.0)
     cmds = book.handle(StatusReceived("3.1", "TASK_FINISHED", agent_id="a1", uuid="u"), 0.5)
     assert not [c for c in cmds if isinstance(c, KillTask)]
     assert [c for c in cmds if isinstance(c, Acknowledge)] and recs(cmds, "orphan_ended")
@@ -55,7 +70,7 @@ def test_orphan_finished_while_leader_was_down_is_only_acknowledged():
 
 def test_unknown_task_after_resume_is_an_orphan_and_silent_orphans_are_given_up():
     book = JobBook()
-    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
+    book.handle(Resumed((prior("3.1", "a1"),)), 0.0)
     cmds = book.handle(StatusReceived("9.1", "TASK_RUNNING", agent_id="a2"), 1.0)  # learnt from the implicit answer
     assert [c for c in cmds if isinstance(c, KillTask)] == [KillTask("9.1", "a2")]
     cmds = book.handle(Tick(), 30.0)
@@ -65,12 +80,12 @@ def test_unknown_task_after_resume_is_an_orphan_and_silent_orphans_are_given_up(
 
 def test_orphans_alone():
     o = Orphans(confirm_s=5.0, kill_retry_s=10.0)
-    o.expect(KnownTask("1.1", "a"), 0.0)
+    o.expect(prior("1.1", "a"), 0.0)
     assert o.status("1.1", "TASK_KILLING", "a", 1.0).action == "none"
     assert [s.action for s in o.tick(11.0)] == ["kill"]
     assert o.status("1.1", "TASK_LOST", "a", 12.0).action == "ended"
     assert o.status("1.1", "TASK_RUNNING", "a", 13.0).action == "none"  # a late duplicate
-    o.expect(KnownTask("1.1", "a"), 14.0)  # already accounted for
+    o.expect(prior("1.1", "a"), 14.0)  # already accounted for
     assert len(o) == 0
 
 
@@ -89,8 +104,8 @@ def kills(cmds):
 
 def test_running_orphan_that_fits_the_window_is_adopted_and_its_end_recorded():
     estimates = {"align": 100.0}
-    book = JobBook(estimates.get, adopt_s=300.0)
-    book.handle(Resumed((KnownTask("3.1", "a1", tool="align", running_s=60.0),)), 0.0)
+    book = book_with(estimates, adopt_s=300.0)
+    book.handle(Resumed((prior("3.1", "a1", tool="align", running_s=60.0),)), 0.0)
     cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
     assert not kills(cmds)
     adopted = recs(cmds, "orphan_adopted")
@@ -103,8 +118,8 @@ def test_running_orphan_that_fits_the_window_is_adopted_and_its_end_recorded():
 
 
 def test_running_orphan_expected_to_outlast_the_window_is_killed_at_once():
-    book = JobBook({"long": 3600.0}.get, adopt_s=300.0)
-    book.handle(Resumed((KnownTask("3.1", "a1", tool="long", running_s=10.0),)), 0.0)
+    book = book_with({"long": 3600.0}, adopt_s=300.0)
+    book.handle(Resumed((prior("3.1", "a1", tool="long", running_s=10.0),)), 0.0)
     cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
     assert kills(cmds) == [KillTask("3.1", "a1")]
     assert recs(cmds, "orphan_kill")[0].fields["reason"] == "no_fit"
@@ -114,7 +129,7 @@ def test_running_orphan_expected_to_outlast_the_window_is_killed_at_once():
 
 def test_adopted_orphan_still_running_when_the_window_closes_is_killed():
     book = JobBook(adopt_s=120.0)  # no estimate: adopted for the whole window
-    book.handle(Resumed((KnownTask("3.1", "a1", tool="mystery"),)), 0.0)
+    book.handle(Resumed((prior("3.1", "a1", tool="mystery"),)), 0.0)
     assert recs(book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0), "orphan_adopted")
     assert not kills(book.handle(Tick(), 119.0))
     cmds = book.handle(Tick(), 120.0)
@@ -124,8 +139,8 @@ def test_adopted_orphan_still_running_when_the_window_closes_is_killed():
 
 
 def test_window_runs_from_the_resume_not_from_each_answer():
-    book = JobBook({"t": 50.0}.get, adopt_s=100.0)
-    book.handle(Resumed((KnownTask("3.1", "a1", tool="t", running_s=0.0),)), 0.0)
+    book = book_with({"t": 50.0}, adopt_s=100.0)
+    book.handle(Resumed((prior("3.1", "a1", tool="t", running_s=0.0),)), 0.0)
     # the answer comes late: 80 s into the window, 50 - 80 < 0 s left by the estimate -> fits
     assert recs(book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 80.0), "orphan_adopted")
     # a task learnt from the implicit answer after the window closed is killed
@@ -135,8 +150,8 @@ def test_window_runs_from_the_resume_not_from_each_answer():
 def test_estimate_uses_time_already_run():
     o = Orphans(adopt_s=100.0, runtime_estimate={"t": 150.0}.get)
     o.begin(0.0)
-    o.expect(KnownTask("1.1", "a", tool="t", running_s=70.0), 0.0)
-    o.expect(KnownTask("2.1", "a", tool="t", running_s=10.0), 0.0)
+    o.expect(prior("1.1", "a", tool="t", running_s=70.0), 0.0)
+    o.expect(prior("2.1", "a", tool="t", running_s=10.0), 0.0)
     assert o.status("1.1", "TASK_RUNNING", "a", 0.0).action == "adopt"  # 80 s left <= 100
     assert o.status("2.1", "TASK_RUNNING", "a", 0.0).action == "kill"  # 140 s left > 100
     assert o.adopted() == 1
@@ -144,7 +159,7 @@ def test_estimate_uses_time_already_run():
 
 def test_framework_removed_before_the_resume_ends_every_orphan_at_once():
     book = JobBook(adopt_s=300.0)
-    cmds = book.handle(Resumed((KnownTask("3.1", "a1"), KnownTask("4.1", "a2")), framework_removed=True), 0.0)
+    cmds = book.handle(Resumed((prior("3.1", "a1"), prior("4.1", "a2")), framework_removed=True), 0.0)
     ended = recs(cmds, "orphan_ended")
     assert [(r.fields["task"], r.fields["state"], r.fields["reason"]) for r in ended] == [
         ("3.1", "TASK_KILLED", "framework_removed"), ("4.1", "TASK_KILLED", "framework_removed")]
@@ -152,47 +167,46 @@ def test_framework_removed_before_the_resume_ends_every_orphan_at_once():
 
 
 def test_an_end_the_master_cannot_tell_is_checked_against_the_job_store():
-    from plastic.core.jobbook import OrphanChecked
-
     book = JobBook(adopt_s=300.0)
-    book.handle(Resumed((KnownTask("3.1", "a1", job_store_id="js-3"), KnownTask("4.1", "a1", job_store_id="js-4"),
-                         KnownTask("5.1", "a1"))), 0.0)
+    book.handle(Resumed((prior("3.1", "a1", job_store_id="js-3"), prior("4.1", "a1", job_store_id="js-4"),
+                         prior("5.1", "a1"))), 0.0)
     cmds = book.handle(StatusReceived("3.1", "TASK_GONE", agent_id="a1"), 1.0)
     assert [r.fields["job_store_id"] for r in recs(cmds, "orphan_check")] == ["js-3"] and not recs(cmds, "orphan_ended")
     assert book.orphans_left() == 3  # still waiting for the answer
-    ended = recs(book.handle(OrphanChecked("3.1", committed=True), 1.5), "orphan_ended")[0].fields
+    assert [c for c in cmds if isinstance(c, CheckJobStore)] == [CheckJobStore("3.1", "js-3", "committed")]
+    cmds = book.handle(JobStoreChecked("3.1", "committed", True), 1.5)
+    ended = recs(cmds, "orphan_ended")[0].fields
     assert (ended["state"], ended["reason"]) == ("TASK_FINISHED", "job_store")
+    (moved,) = [c for c in cmds if isinstance(c, TaskStateChanged)]  # the old leader's record of job 3
+    assert (moved.job_id, moved.from_state, moved.to_state) == ("3", None, TaskState.FINISHED)
+    assert moved.details == {"outcome": "orphan task_finished (job_store)"}
     book.handle(StatusReceived("4.1", "TASK_GONE", agent_id="a1"), 2.0)
-    ended = recs(book.handle(OrphanChecked("4.1", committed=False), 2.5), "orphan_ended")[0].fields
+    ended = recs(book.handle(JobStoreChecked("4.1", "committed", False), 2.5), "orphan_ended")[0].fields
     assert ended["state"] == "TASK_GONE"
     # no job store id: nothing to check
     assert recs(book.handle(StatusReceived("5.1", "TASK_GONE", agent_id="a1"), 3.0), "orphan_ended")
     assert book.orphans_left() == 0
-    assert not book.handle(OrphanChecked("3.1", committed=True), 4.0)  # a late answer changes nothing
+    assert not book.handle(JobStoreChecked("3.1", "committed", True), 4.0)  # a late answer changes nothing
 
 
 def test_silent_and_removed_orphans_are_checked_too():
-    from plastic.core.jobbook import OrphanChecked
-
     book = JobBook()
-    book.handle(Resumed((KnownTask("3.1", "a1", job_store_id="js-3"),)), 0.0)
+    book.handle(Resumed((prior("3.1", "a1", job_store_id="js-3"),)), 0.0)
     cmds = book.handle(Tick(), 30.0)  # no answer for confirm_s
     assert recs(cmds, "orphan_check") and not recs(cmds, "orphan_unknown")
-    assert recs(book.handle(OrphanChecked("3.1", committed=False), 30.5), "orphan_unknown")
+    assert recs(book.handle(JobStoreChecked("3.1", "committed", False), 30.5), "orphan_unknown")
     removed = JobBook()
-    cmds = removed.handle(Resumed((KnownTask("3.1", "a1", job_store_id="js-3"),), framework_removed=True), 0.0)
+    cmds = removed.handle(Resumed((prior("3.1", "a1", job_store_id="js-3"),), framework_removed=True), 0.0)
     assert recs(cmds, "orphan_check")[0].fields["reason"] == "framework_removed"
-    ended = recs(removed.handle(OrphanChecked("3.1", committed=False), 0.5), "orphan_ended")[0].fields
+    ended = recs(removed.handle(JobStoreChecked("3.1", "committed", False), 0.5), "orphan_ended")[0].fields
     assert (ended["state"], ended["reason"]) == ("TASK_KILLED", "framework_removed")
 
 
 def test_a_terminate_notice_kills_adopted_orphans_that_would_not_end_in_time():
-    from plastic.core.jobbook import NoticeReceived
-
-    book = JobBook({"short": 20.0, "long": 200.0}.get, adopt_s=300.0, notice_margin_s=30.0)
-    book.handle(Resumed((KnownTask("3.1", "a1", tool="short", running_s=0.0),
-                         KnownTask("4.1", "a1", tool="long", running_s=0.0),
-                         KnownTask("5.1", "a2", tool="long", running_s=0.0))), 0.0)
+    book = book_with({"short": 20.0, "long": 200.0}, adopt_s=300.0, notice_margin_s=30.0)
+    book.handle(Resumed((prior("3.1", "a1", tool="short", running_s=0.0),
+                         prior("4.1", "a1", tool="long", running_s=0.0),
+                         prior("5.1", "a2", tool="long", running_s=0.0))), 0.0)
     for task, agent in (("3.1", "a1"), ("4.1", "a1"), ("5.1", "a2")):
         assert recs(book.handle(StatusReceived(task, "TASK_RUNNING", agent_id=agent), 1.0), "orphan_adopted")
     cmds = book.handle(NoticeReceived("a1", terminate_at=121.0), 1.0)  # a 120 s window on a1
@@ -202,10 +216,23 @@ def test_a_terminate_notice_kills_adopted_orphans_that_would_not_end_in_time():
 
 
 def test_an_orphan_first_seen_running_on_a_doomed_agent_is_not_adopted_past_the_notice():
-    from plastic.core.jobbook import NoticeReceived
-
     book = JobBook(adopt_s=300.0)  # no estimates
-    book.handle(Resumed((KnownTask("3.1", "a1"),)), 0.0)
+    book.handle(Resumed((prior("3.1", "a1"),)), 0.0)
     book.handle(NoticeReceived("a1", terminate_at=120.0), 0.5)
     cmds = book.handle(StatusReceived("3.1", "TASK_RUNNING", agent_id="a1"), 1.0)
     assert recs(cmds, "orphan_kill")[0].fields["reason"] == "notice" and not recs(cmds, "orphan_adopted")
+
+
+def test_the_previous_leaders_queued_records_end_killed_and_live_ones_become_orphans():
+    book = JobBook(adopt_s=300.0)
+    cmds = book.handle(Resumed((PriorTask("7", "QUEUED", tool="sort"), prior("8.1", "a1", tool="sort", running_s=5.0),
+                                PriorTask("9", "LAUNCHING"))), 0.0)  # never got a Mesos task id
+    moves = [c for c in cmds if isinstance(c, TaskStateChanged)]
+    assert [(m.job_id, m.from_state, m.to_state, m.details) for m in moves] == [
+        ("7", TaskState.QUEUED, TaskState.KILLED, {"outcome": "leader_restarted"})]
+    assert recs(cmds, "resumed")[0].fields["known"] == ["8.1"] and book.orphans_left() == 1
+    assert [c for c in cmds if isinstance(c, LoadRuntimeHistory)] == [LoadRuntimeHistory("sort")]
+    cmds = book.handle(StatusReceived("8.1", "TASK_FINISHED", agent_id="a1", uuid="u"), 1.0)
+    (moved,) = [c for c in cmds if isinstance(c, TaskStateChanged)]
+    assert (moved.job_id, moved.to_state, moved.details) == ("8", TaskState.FINISHED,
+                                                            {"outcome": "orphan task_finished"})

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Resources
-from plastic.framework.adapter import Framework, TaskSpec, agent_from_offer, demand_of, status_event
+from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.toil_batch import demand_of
+from plastic.mesos.offers import agent_from_offer, status_event
 
 
 class FakeDriver:
@@ -54,7 +56,7 @@ def test_conversions():
 
 def test_launch_finish_and_ack():
     fw, d, ended = make()
-    fw.issue("7", TaskSpec("echo hi", {"A": "1"}, "CWLJob x"), Resources(1, 256), RELIABLE)
+    fw.issue("7", TaskCommand("echo hi", {"A": "1"}), Resources(1, 256), RELIABLE, name="CWLJob x")
     assert d.of("reviveOffers")
     fw.resourceOffers(d, [offer("o1", "a1", 4, 8192)])
     (launch,) = d.of("launchTasks")
@@ -79,7 +81,7 @@ def test_ignored_agent_gets_nothing_and_lost_agent_requeues():
     fw, d, ended = make()
     fw.resourceOffers(d, [offer("o0", "a1", 2, 2048, preemptible=True, port=5052)])  # learn the address
     fw.ignore("127.0.0.1:5052")
-    fw.issue("1", TaskSpec("true"), Resources(1, 256), PREEMPTIBLE)
+    fw.issue("1", TaskCommand("true"), Resources(1, 256), PREEMPTIBLE)
     fw.resourceOffers(d, [offer("o1", "a1", 2, 2048, preemptible=True, port=5052)])
     assert not d.of("launchTasks")
     fw.unignore("127.0.0.1:5052")
@@ -94,8 +96,8 @@ def test_ignored_agent_gets_nothing_and_lost_agent_requeues():
 
 def test_kill_waits_for_killed_and_failed_exit_code():
     fw, d, ended = make()
-    fw.issue("2", TaskSpec("sleep 100"), Resources(1, 256), RELIABLE)
-    fw.issue("3", TaskSpec("exit 3"), Resources(1, 256), RELIABLE)
+    fw.issue("2", TaskCommand("sleep 100"), Resources(1, 256), RELIABLE)
+    fw.issue("3", TaskCommand("exit 3"), Resources(1, 256), RELIABLE)
     fw.resourceOffers(d, [offer("o1", "a1", 4, 8192)])
     assert not fw.kill("2", wait_s=0.05)  # no TASK_KILLED yet
     assert d.of("killTask")[0][1][0] == {"value": "2.1"}

@@ -13,8 +13,9 @@ import pytest
 
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
-from plastic.framework.adapter import Framework, TaskSpec
+from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.notices import NoticeFollower
+from plastic.framework.recorder import RecordListener
 from plastic.local.testing import LocalCluster
 from plastic.store import Store
 
@@ -24,7 +25,7 @@ SPEC = {"clusters": [
 ]}
 
 
-class Kinds:
+class Kinds(RecordListener):
     """A Recorder keeping the records' kinds and fields in memory."""
 
     def __init__(self):
@@ -32,9 +33,6 @@ class Kinds:
 
     def record(self, kind: str, fields: Mapping[str, object]) -> None:
         self.records.append((kind, dict(fields)))
-
-    def close(self, timeout_s: float = 10.0) -> None:
-        pass
 
     def of(self, kind: str) -> list[dict]:
         return [f for k, f in self.records if k == kind]
@@ -78,7 +76,7 @@ def test_terminate_notice_kills_and_relaunches_elsewhere_once(cluster, framework
     fw = framework
     follower = NoticeFollower(store, fw, block_ms=200).start()
     try:
-        fw.issue("1", TaskSpec("sleep 60", name="long"), Resources(1, 256), PREEMPTIBLE)
+        fw.issue("1", TaskCommand("sleep 60"), Resources(1, 256), PREEMPTIBLE, name="long")
         first = wait_until(lambda: running_on(fw, "1", 1))
         assert fw.agents()[first].preemptible
         instance = next(a.instance_id for a in cluster.agents if a.id == first)
@@ -106,7 +104,7 @@ def test_terminate_notice_kills_and_relaunches_elsewhere_once(cluster, framework
         assert list(fw.running()) == ["1"]
         with fw.lock:
             fw.book.validate()
-            assert first in fw.book.draining
+            assert first in fw.book.notices.draining
         print(f"notice -> relaunched and running: {relaunch_s:.2f} s")
         assert relaunch_s < 10
     finally:
@@ -128,14 +126,14 @@ def test_notices_from_before_start_up_that_still_apply(cluster, framework, store
     follower = NoticeFollower(store, fw, block_ms=200).start()
     try:
         assert follower.caught_up.wait(10)
-        wait_until(lambda: live[0].id in fw.book.draining)
+        wait_until(lambda: live[0].id in fw.book.notices.draining)
         with fw.lock:
-            assert core not in fw.book.draining  # its deadline had passed before start-up
-            assert core in fw.book.rebalancing
+            assert core not in fw.book.notices.draining  # its deadline had passed before start-up
+            assert core in fw.book.notices.rebalancing
         assert list(follower.pending) == [("terminate", "agent:nobody-S9")]
         # published after start-up: followed from the stream's end
         store.publish_notice("rebalance", f"agent:{live[0].id}", {"notice_time": time.time()})
-        wait_until(lambda: live[0].id in fw.book.rebalancing, timeout=5)
+        wait_until(lambda: live[0].id in fw.book.notices.rebalancing, timeout=5)
         status = fw.scheduling_status()
         assert status is None or "starving" not in status
     finally:
@@ -155,9 +153,11 @@ def test_batch_system_options_build_the_book():
     opts = parser.parse_args(["--plasticRebalance", "drain", "--plasticIdleAgentSeconds", "off",
                               "--plasticStarvingSeconds", "90"])
     book = PlasticBatchSystem._book(opts)
-    assert (book.rebalance, book.idle_agent_s, book.starving_s) == ("drain", None, 90.0)
+    cfg = book.config()
+    assert (cfg["rebalance"], cfg["idle_agent_s"], cfg["starving_s"]) == ("drain", None, 90.0)
     defaults = PlasticBatchSystem._book(SimpleNamespace())  # Toil's Config drops options left at None
-    assert (defaults.rebalance, defaults.idle_agent_s, defaults.starving_s) == ("avoid-long", 300.0, 300.0)
+    cfg = defaults.config()
+    assert (cfg["rebalance"], cfg["idle_agent_s"], cfg["starving_s"]) == ("avoid-long", 300.0, 300.0)
     with pytest.raises(SystemExit):
         parser.parse_args(["--plasticRebalance", "sometimes"])
     for bad in ("-1", "soon", "inf"):

@@ -1,4 +1,5 @@
-"""Runtime estimates for notice decisions: learnt from this run's records, preloaded from Redis history."""
+"""Runtime estimates for notice decisions: learnt from this run's finished jobs (the book) and from the
+history the Framework loads from Redis when the book asks (LoadRuntimeHistory -> RuntimeHistoryLoaded)."""
 
 from __future__ import annotations
 
@@ -6,48 +7,75 @@ import time
 
 import pytest
 
-from plastic.framework.runtimes import RuntimeEstimates
+from plastic.core.jobbook_events import JobIssued
+from plastic.core.model import PREEMPTIBLE, Resources
+from plastic.core.runtimes import RuntimeHistory
+from plastic.framework.adapter import Framework, TaskCommand
+from plastic.store import Store, start_embedded
+from tests.framework.test_adapter import FakeDriver, offer
 
 
 def test_learns_finished_wall_times_per_tool():
-    est = RuntimeEstimates(q=90.0)
+    est = RuntimeHistory(q=90.0)
     assert est.estimate("plastic_sort") is None and est.estimate(None) is None
-    for job, wall in enumerate([10.0, 20.0, 30.0]):
-        est.record("issued", {"job_id": str(job), "tool": "plastic_sort"})
-        est.record("ended", {"job_id": str(job), "outcome": "finished", "wall_time_s": wall})
-    est.record("issued", {"job_id": "9", "tool": "plastic_sort"})
-    est.record("ended", {"job_id": "9", "outcome": "failed", "wall_time_s": 999.0})  # failures teach nothing
+    for wall in (10.0, 20.0, 30.0):
+        est.observed("plastic_sort", wall)
     assert est.estimate("plastic_sort") == pytest.approx(28.0)  # p90 of 10, 20, 30
     assert est.estimate("plastic_merge") is None
+    est.loaded("plastic_sort", [1000.0] * 300)  # history goes behind this run's values, up to the limit
+    assert list(est.by_tool["plastic_sort"])[:3] == [30.0, 20.0, 10.0] and len(est.by_tool["plastic_sort"]) == 200
 
 
-def test_preloads_history_from_redis(store):
+def test_a_finished_job_teaches_the_book_a_failed_one_does_not():
+    fw = Framework("http://x", driver_factory=FakeDriver, clock=lambda: 100.0)
+    fw.registered(fw.driver, {"value": "fw-1"}, {})
+    for job, state in (("1", "TASK_FINISHED"), ("2", "TASK_FAILED")):
+        fw.issue(job, TaskCommand("true"), Resources(1, 64), PREEMPTIBLE, tool="t")
+        fw.resourceOffers(fw.driver, [offer(f"o{job}", "a1", 2, 2048)])
+        fw.statusUpdate(fw.driver, {"task_id": {"value": f"{job}.1"}, "state": "TASK_RUNNING", "uuid": f"r{job}"})
+        fw.statusUpdate(fw.driver, {"task_id": {"value": f"{job}.1"}, "state": state, "uuid": f"e{job}"})
+    assert list(fw.book.runtimes.by_tool["t"]) == [pytest.approx(0.001)]  # the failure added nothing
+
+
+def framework_with_history(store):
+    fw = Framework("http://x", driver_factory=FakeDriver, clock=lambda: 100.0,
+                   runtime_history=lambda tool: store.runtime_history(tool, 200))
+    fw.registered(fw.driver, {"value": "fw-1"}, {})
+    return fw
+
+
+def wait_for(predicate, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_history_is_loaded_from_redis_the_first_time_a_tool_is_issued(store):
     for seconds in (100.0, 110.0, 120.0):
         store.record_runtime("plastic_align", seconds)
-    est = RuntimeEstimates(store, q=50.0)
+    fw = framework_with_history(store)
     try:
-        est.record("issued", {"job_id": "1", "tool": "plastic_align"})
-        deadline = time.monotonic() + 5
-        while est.estimate("plastic_align") is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert est.estimate("plastic_align") == pytest.approx(110.0)
+        fw.apply(JobIssued("1", Resources(1, 64), PREEMPTIBLE, tool="plastic_align"))
+        assert wait_for(lambda: fw.book.estimate("plastic_align") is not None)
+        assert fw.book.runtimes.by_tool["plastic_align"] == type(fw.book.runtimes.by_tool["plastic_align"])(
+            [120.0, 110.0, 100.0])
+        assert fw.book.estimate("plastic_align") == pytest.approx(118.0)  # p90
     finally:
-        est.close()
+        fw.stop(kill_tasks=False)
 
 
-def test_redis_gone_leaves_this_runs_values(redis_server, tmp_path):
-    from plastic.store import Store, start_embedded
-
+def test_redis_gone_answers_no_history_and_the_run_goes_on(tmp_path):
     server = start_embedded(tmp_path / "r")
     client = server.client()
     store = Store(client, prefix="gone:")
     server.stop()
-    est = RuntimeEstimates(store)
+    fw = framework_with_history(store)
     try:
-        est.record("issued", {"job_id": "1", "tool": "t"})
-        est.record("ended", {"job_id": "1", "outcome": "finished", "wall_time_s": 5.0})
+        fw.apply(JobIssued("1", Resources(1, 64), PREEMPTIBLE, tool="t"))
+        assert wait_for(lambda: "t" in fw.book.runtimes.by_tool and fw._questions.empty())
         time.sleep(0.3)
-        assert est.estimate("t") == pytest.approx(5.0)
+        assert fw.book.estimate("t") is None
     finally:
-        est.close()
+        fw.stop(kill_tasks=False)
         client.close()

@@ -1,4 +1,4 @@
-"""JobEnded -> UpdatedBatchJobInfo, the plugin's registration, and its options (policy, Redis, run)."""
+"""ReportJobEnd -> UpdatedBatchJobInfo, the plugin's registration, and its options (policy, Redis, run)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ pytest.importorskip("toil")
 from toil.batchSystems.abstractBatchSystem import BatchJobExitReason
 from toil.common import Config, InconsistentConfigurationError
 
-from plastic.core.jobbook_messages import JobEnded
+from plastic.core.jobbook_commands import ReportJobEnd
 from plastic.core.model import RELIABLE, Preempt
 from plastic.core.policy import POLICY_VERSION, PolicyError
 from plastic.framework.run_store import load_policy, open_run
@@ -38,7 +38,7 @@ from plastic.store import StoreError
     ("lost_for_good", 255, 255, BatchJobExitReason.LOST),
 ])
 def test_updated_info(outcome, code, status, reason):
-    info = updated_info(JobEnded("12", outcome, code, 1.5, "12.2"))
+    info = updated_info(ReportJobEnd("12", outcome, code, 1.5, "12.2"))
     assert (info.jobID, info.exitStatus, info.exitReason, info.wallTime, info.backing_id) == \
         (12, status, reason, 1.5, "12.2")
 

@@ -23,7 +23,7 @@ pytest.importorskip("toil")
 
 from plastic.core.policy import POLICY_VERSION
 from plastic.local.testing import LocalCluster
-from plastic.store import Outcome, Store, start_embedded
+from plastic.store import AttemptOutcome, Store, start_embedded
 
 pytestmark = pytest.mark.toil_e2e
 
@@ -144,7 +144,7 @@ def test_redis_records_after_scatter_gather(cluster, redis, tmp_path):
     assert all(t.state == "FINISHED" and t.agent for t in tasks), [(t.id, t.state) for t in tasks]
     for t in tasks:
         attempts = store.attempts("r-e2e", t.id)
-        assert attempts and attempts[-1].outcome == Outcome.FINISHED and attempts[-1].exit_code == 0
+        assert attempts and attempts[-1].outcome == AttemptOutcome.FINISHED and attempts[-1].exit_code == 0
         assert attempts[-1].agent == t.agent and attempts[-1].ended_at >= attempts[-1].started_at
         assert t.attempts == len(attempts)
     agents = {a.id: a for a in store.agents()}

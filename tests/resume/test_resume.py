@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from plastic.procs import pid_alive
-from tests.clirun import REPO, read_decisions
+from tests.clirun import REPO, assert_replays, read_decisions
 
 pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
@@ -96,6 +96,8 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
         server.stop()
     report = json.loads((run_dir / "report.json").read_text())
     assert report["tasks"] == report["tasks_finished"] == 4, report  # 3 scattered + the gather, across both leaders
+    if point != "cluster_up":  # a leader was running when killed: its book, and the resume's
+        assert_replays(run_dir, books=2)
     return read_decisions(run_dir), tasks
 
 

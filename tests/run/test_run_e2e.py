@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import REPO
+from tests.clirun import REPO, assert_replays
 
 pytest.importorskip("toil")
 
@@ -64,6 +64,7 @@ def test_examples_through_plastic_run(tmp_path, example):
     decisions = [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines()]
     placed = [d for d in decisions if d["kind"] == "placed"]
     assert len(placed) == report["attempts"]
+    assert_replays(run_dir)
     assert "makespan" in res.stderr and "estimated cost" in res.stderr
 
 

@@ -1,4 +1,4 @@
-"""Pure statistics over runtime history (no I/O; a candidate for plastic/core)."""
+"""Pure statistics over runtime history (no I/O)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plastic.store.stats import percentile
+from plastic.core.stats import percentile
 
 
 def test_simple_values():
