@@ -1,0 +1,316 @@
+"""The elastic controller: keeps the hybrid cloud the size of the work that is queued, pure.
+
+The Karpenter split: this module decides (create, cordon, terminate, with reasons), a provider adapter
+(plastic.providers) creates and terminates nodes, and the shell (plastic.framework.provisioner)
+turns the world into observations.  `handle(event, now)` takes an observation (ClusterObserved: the
+queued tasks and every node) or the provider's answer to a creation, and returns commands and records
+(plastic.core.elastic_model).  Inputs are sorted before use, so the same observation in any order
+gives the same decisions.
+
+Rules, each observation:
+
+- Capacity: ready and booting nodes, and creations asked for but not yet seen, count; a node being
+  released (cordoned) does not.  Queued work is first fitted onto their free room
+  (plastic.core.elastic_packing.fit_existing).
+- Scale out: the work left over gets new nodes by the planner's packing: spot shapes for preemptible
+  work, on-demand ones for reliable work (preempt=false, or preempt=N with N preemptions spent); spot
+  shapes are compared at their price raised by their interruption risk (band); a (type, market) the
+  provider refused recently, or a spot type interrupted ``max_interruptions`` times within
+  ``interruption_window_s``, is not bought: the next-cheapest shape that fits is, else on-demand.
+  New spot nodes bought while spot nodes were recently lost are recorded as replacements.
+- Always one reliable node: with no on-demand node ready or booting, the cheapest one is created.
+- Scale in: a ready node with no task and no queued work that fits it, idle for ``idle_s``, is
+  cordoned (it takes no new work), then terminated at the next observation if still without a task;
+  never the last reliable node, never a node with a running task.
+- Limits: never more than ``max_nodes`` live nodes, never a total price above
+  ``budget_usd_per_hour``; with ``budget_usd`` no growth once the projected spend (spent so far plus
+  the hourly rate after the growth for ``budget_horizon_s``) reaches it.  A limit that starts to bind
+  is recorded once (GrowthStopped).
+- No flapping: a shape released is not created again within ``hysteresis_s`` for work that was
+  already queued when it was released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from plastic.core.elastic_model import (
+    ClusterObserved,
+    CordonNode,
+    CreateNodes,
+    CreateRefused,
+    CreationRefused,
+    ElasticPolicy,
+    GrowthStopped,
+    NodeCordoned,
+    NodeInterrupted,
+    NodeReady,
+    NodeReleased,
+    NodesCreated,
+    NodesRequested,
+    NodesStarted,
+    NodeState,
+    NodeView,
+    TerminateNode,
+)
+from plastic.core.elastic_packing import fit_existing, group_tasks, plan_nodes, tasks_of, weighted_shapes
+from plastic.core.model import Market, NodeShape
+from plastic.core.packing import PackedNode, ShapeMenu
+
+MAX_TASK_IDS = 20  # task ids named in a node_requested record
+
+
+@dataclass(slots=True)
+class _Request:
+    request: int
+    shape: NodeShape
+    count: int
+    created_at: float
+    node_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Release:
+    instance_type: str
+    market: Market
+    at: float
+    queued: frozenset[str]
+
+
+class ElasticController:
+    def __init__(self, shapes: Sequence[NodeShape], policy: ElasticPolicy = ElasticPolicy(), *,
+                 cluster_names: dict[tuple[str, Market], str] | None = None):
+        self.policy = policy
+        self.shapes = tuple(sorted(shapes, key=lambda s: (s.usd_per_hour, s.name, s.market.value)))
+        self.by_name = {(s.instance_type.name, s.market): s for s in self.shapes}
+        self.cluster_names = dict(cluster_names or {})
+        self.next_request = 1
+        self.requests: dict[int, _Request] = {}  # asked for, not yet seen in an observation
+        self.seen: dict[str, NodeState] = {}
+        self.interruptions: list[tuple[str, Market, float]] = []
+        self.unreplaced = 0  # spot nodes lost since spot capacity was last bought
+        self.refused: dict[tuple[str, Market], float] = {}  # -> avoided until
+        self.releases: list[_Release] = []
+        self.cordoned: dict[str, float] = {}
+        self.terminated: set[str] = set()
+        self.binding: set[str] = set()
+
+    # ------------------------------------------------------------ entry point
+
+    def handle(self, event: ClusterObserved | NodesCreated | CreateRefused, now: float) -> list:
+        out: list = []
+        match event:
+            case ClusterObserved():
+                self._observed(event, now, out)
+            case NodesCreated():
+                req = self.requests.get(event.request)
+                if req is not None:
+                    req.node_ids = tuple(event.node_ids)
+                    req.count = len(req.node_ids)  # fewer than asked: the provider says why (CreateRefused)
+                    if not req.node_ids:
+                        del self.requests[event.request]
+                    out.append(NodesStarted(event.request, tuple(event.node_ids)))
+            case CreateRefused():
+                req = self.requests.get(event.request)
+                if req is not None and not req.node_ids:
+                    del self.requests[event.request]
+                self.refused[(event.instance_type, event.market)] = now + self.policy.refused_for_s
+                out.append(CreationRefused(event.request, event.instance_type, str(event.market), event.reason))
+            case _:
+                raise TypeError(f"not an elastic controller event: {event!r}")
+        return out
+
+    def cluster_of(self, shape: NodeShape) -> str:
+        key = (shape.instance_type.name, shape.market)
+        if key not in self.cluster_names:
+            self.cluster_names[key] = "core" if shape.reliable else f"burst-{shape.instance_type.name}"
+        return self.cluster_names[key]
+
+    # ------------------------------------------------------------ one observation
+
+    def _observed(self, obs: ClusterObserved, now: float, out: list) -> None:
+        nodes = sorted(obs.nodes, key=lambda n: n.node_id)
+        self._transitions(nodes, now, out)
+        self._release_cordoned(nodes, obs, now, out)
+        capacity = [n for n in nodes if n.state in (NodeState.PENDING, NodeState.READY)
+                    and n.node_id not in self.cordoned and n.node_id not in self.terminated]
+        capacity += self._requested_nodes(now)
+        left, given = fit_existing(group_tasks(obs.queued), capacity)
+        self._grow(nodes, capacity, left, now, out)
+        self._shrink(capacity, given, obs, now, out)
+
+    def _transitions(self, nodes: Sequence[NodeView], now: float, out: list) -> None:
+        seen_ids = {n.node_id for n in nodes}
+        for req_id in [r for r, req in self.requests.items() if req.node_ids and set(req.node_ids) <= seen_ids]:
+            del self.requests[req_id]
+        for n in nodes:
+            before = self.seen.get(n.node_id)
+            if before == n.state:
+                continue
+            self.seen[n.node_id] = n.state
+            if n.state is NodeState.READY and before in (None, NodeState.PENDING):
+                out.append(NodeReady(n.node_id, n.cluster, n.instance_type, str(n.market),
+                                     max(now - n.created_at, 0.0) if before is not None else 0.0))
+            elif (n.state in (NodeState.INTERRUPTED, NodeState.GONE) and n.node_id not in self.terminated
+                  and not n.released and before is not None):
+                out.append(NodeInterrupted(n.node_id, n.cluster, n.instance_type, str(n.market), str(n.state)))
+                if n.market is Market.SPOT:
+                    self.interruptions.append((n.instance_type, n.market, now))
+                    self.unreplaced += 1
+            if n.state in (NodeState.INTERRUPTED, NodeState.GONE):
+                self.cordoned.pop(n.node_id, None)
+        horizon = now - self.policy.interruption_window_s
+        self.interruptions = [i for i in self.interruptions if i[2] >= horizon]
+        self.releases = [r for r in self.releases if r.at >= now - self.policy.hysteresis_s]
+
+    def _release_cordoned(self, nodes: Sequence[NodeView], obs: ClusterObserved, now: float, out: list) -> None:
+        queued = frozenset(t.task_id for t in obs.queued)
+        for n in nodes:
+            if n.node_id not in self.cordoned or n.node_id in self.terminated:
+                continue
+            if n.running:
+                continue  # a task got there before the cordon took effect: wait for it to end
+            idle_s = now - n.idle_since if n.idle_since is not None else 0.0
+            del self.cordoned[n.node_id]
+            self.terminated.add(n.node_id)
+            self.releases.append(_Release(n.instance_type, n.market, now, queued))
+            reason = f"idle for {idle_s:.0f} s"
+            out.append(TerminateNode(n.node_id, reason))
+            out.append(NodeReleased(n.node_id, n.cluster, n.instance_type, str(n.market), reason))
+
+    def _requested_nodes(self, now: float) -> list[NodeView]:
+        """Creations asked for and not yet seen, as booting nodes (they count as capacity)."""
+        out = []
+        for req in sorted(self.requests.values(), key=lambda r: r.request):
+            s = req.shape
+            for i in range(req.count):
+                out.append(NodeView(f"request-{req.request}-{i}", self.cluster_of(s), s.instance_type.name, s.market,
+                                    NodeState.PENDING, s.usable, s.usd_per_hour, req.created_at))
+        return out
+
+    # ------------------------------------------------------------ growth
+
+    def _shapes_now(self, now: float) -> list[NodeShape]:
+        recent: dict[str, int] = {}
+        for itype, _market, _at in self.interruptions:
+            recent[itype] = recent.get(itype, 0) + 1
+        out = []
+        for s in self.shapes:
+            if self.refused.get((s.instance_type.name, s.market), 0.0) > now:
+                continue
+            if s.market is Market.SPOT and (not self.policy.spot
+                                            or recent.get(s.instance_type.name, 0) >= self.policy.max_interruptions):
+                continue
+            out.append(s)
+        return out
+
+    def _grow(self, nodes: Sequence[NodeView], capacity: Sequence[NodeView], left: list, now: float,
+              out: list) -> None:
+        shapes = self._shapes_now(now)
+        weighted = weighted_shapes(shapes, self.policy.band_weight)
+        menu = ShapeMenu(weighted)
+        tasks = [t for t in tasks_of(left) if menu.holding(t)]  # the rest no shape holds: the book says so
+        planned = plan_nodes(tasks, menu.shapes) if tasks else []
+        if not any(n.reliable for n in capacity) and not any(p.shape.reliable for p in planned):
+            floor = next((s for s in menu.shapes if s.reliable), None)
+            if floor is not None:
+                planned.insert(0, PackedNode(floor, ()))
+        planned = [p for p in planned if not self._recently_released(p, now)]
+        planned.sort(key=lambda p: (not p.shape.reliable, -len(p.tasks)))
+        live = [n for n in nodes if n.state in (NodeState.PENDING, NodeState.READY, NodeState.DRAINING)
+                and n.node_id not in self.terminated]
+        live += self._requested_nodes(now)
+        count = len(live)
+        rate = sum(n.usd_per_hour for n in live)
+        spent = self._spent(nodes, now)
+        chosen: list[tuple[NodeShape, tuple[str, ...]]] = []
+        blocked: dict[str, str] = {}
+        for p in planned:
+            real = self.by_name[(p.shape.instance_type.name, p.shape.market)]
+            limit = self._limit(count, rate, real, spent)
+            if limit is not None:
+                blocked.setdefault(limit[0], limit[1])
+                continue
+            count += 1
+            rate += real.usd_per_hour
+            chosen.append((real, tuple(t.id for t in p.tasks)))
+        waiting = sum(len(g.task_ids) for g in left)
+        for limit in sorted(blocked):
+            if limit not in self.binding:
+                out.append(GrowthStopped(limit, blocked[limit], waiting))
+        self.binding = set(blocked)
+        self._request(chosen, capacity, now, out)
+
+    def _recently_released(self, p: PackedNode, now: float) -> bool:
+        ids = {t.id for t in p.tasks}
+        return any(r.instance_type == p.shape.instance_type.name and r.market is p.shape.market
+                   and now - r.at < self.policy.hysteresis_s and ids <= r.queued for r in self.releases)
+
+    def _limit(self, count: int, rate: float, shape: NodeShape, spent: float) -> tuple[str, str] | None:
+        pol = self.policy
+        if pol.max_nodes is not None and count + 1 > pol.max_nodes:
+            return "max_nodes", f"{pol.max_nodes} nodes"
+        if pol.budget_usd_per_hour is not None and rate + shape.usd_per_hour > pol.budget_usd_per_hour + 1e-9:
+            return ("budget_per_hour", f"{rate:.4f} $/h live, a {shape.name} {shape.market} adds "
+                                       f"{shape.usd_per_hour:.4f} $/h over {pol.budget_usd_per_hour:.4f} $/h")
+        if pol.budget_usd is not None:
+            projected = spent + (rate + shape.usd_per_hour) * pol.budget_horizon_s / 3600.0
+            if projected > pol.budget_usd + 1e-9:
+                return ("budget_usd", f"projected {projected:.4f} $ (spent {spent:.4f} $ + "
+                                      f"{rate + shape.usd_per_hour:.4f} $/h for {pol.budget_horizon_s:.0f} s) "
+                                      f"over {pol.budget_usd:.4f} $")
+        return None
+
+    @staticmethod
+    def _spent(nodes: Sequence[NodeView], now: float) -> float:
+        total = 0.0
+        for n in nodes:
+            end = n.ended_at if n.ended_at is not None else now
+            total += n.usd_per_hour * max(end - n.created_at, 0.0) / 3600.0
+        return total
+
+    def _request(self, chosen: list[tuple[NodeShape, tuple[str, ...]]], capacity: Sequence[NodeView],
+                 now: float, out: list) -> None:
+        by_shape: dict[tuple[str, Market], list[tuple[NodeShape, tuple[str, ...]]]] = {}
+        for shape, ids in chosen:
+            by_shape.setdefault((shape.instance_type.name, shape.market), []).append((shape, ids))
+        has_reliable = any(n.reliable for n in capacity)
+        for (_name, market), items in by_shape.items():
+            shape = items[0][0]
+            ids = tuple(sorted(i for _, task_ids in items for i in task_ids))
+            if not ids and has_reliable:
+                continue
+            if not ids:
+                reason, detail = "reliable_floor", "no on-demand node is ready or booting"
+            elif market is Market.SPOT and self.unreplaced:
+                reason, detail = "replace", f"{self.unreplaced} spot node(s) lost recently; {len(ids)} task(s) wait"
+                self.unreplaced = max(self.unreplaced - len(items), 0)
+            else:
+                reason, detail = "queued_work", f"{len(ids)} queued task(s) fit no node"
+            req = _Request(self.next_request, shape, len(items), now)
+            self.next_request += 1
+            self.requests[req.request] = req
+            cluster = self.cluster_of(shape)
+            out.append(CreateNodes(req.request, cluster, shape.name, market, len(items), f"{reason}: {detail}"))
+            out.append(NodesRequested(req.request, cluster, shape.name, str(market), len(items), shape.usd_per_hour,
+                                      reason, detail, ids[:MAX_TASK_IDS]))
+
+    # ------------------------------------------------------------ scale in
+
+    def _shrink(self, capacity: Sequence[NodeView], given: dict[str, int], obs: ClusterObserved, now: float,
+                out: list) -> None:
+        ready = [n for n in capacity if n.state is NodeState.READY]
+        reliable_left = sum(1 for n in ready if n.reliable) + sum(
+            1 for n in capacity if n.state is NodeState.PENDING and n.reliable)
+        idle = [n for n in ready if n.running == 0 and not given.get(n.node_id) and n.idle_since is not None
+                and now - n.idle_since >= self.policy.idle_s]
+        for n in sorted(idle, key=lambda n: (-n.usd_per_hour, n.node_id)):
+            if n.reliable:
+                if reliable_left <= 1:
+                    continue  # never the last reliable node
+                reliable_left -= 1
+            self.cordoned[n.node_id] = now
+            out.append(CordonNode(n.node_id, f"idle for {now - n.idle_since:.0f} s"))
+            out.append(NodeCordoned(n.node_id, now - n.idle_since))
+

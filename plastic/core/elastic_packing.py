@@ -1,0 +1,133 @@
+"""Packing for the elastic controller (plastic.core.elastic), pure.
+
+Two steps, both with the planner's rules (plastic.core.packing: reliable tasks only on on-demand
+shapes, a pinned type only on that type, first-fit decreasing, the cheapest shape that fits):
+
+1. `fit_existing`: queued tasks onto the free room of the nodes there are (ready and booting), by
+   groups of identical tasks (a scatter is one group), reliable and larger tasks first, preemptible
+   work onto spot nodes first, the tightest node first; what does not fit is left over.
+2. `plan_nodes`: new nodes for the leftover, with the planner's packing (the seeds' cheapest-shape
+   rule and one look-ahead variant, each right-sized; the cheaper wins).  Spot shapes are compared
+   at their risk-weighted price (`weighted_shapes`): a shape of a lower interruption band wins when
+   the price difference is smaller than the difference in risk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from plastic.core.elastic_model import NodeView, WaitingTask
+from plastic.core.lower_bound import lower_bound
+from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, NodeShape, TaskSpec
+from plastic.core.packing import PackedNode, ShapeMenu, pack
+from plastic.core.planner import bottleneck_values, lookahead_chooser, right_size, seeds_chooser, seeds_order
+
+# The Spot Instance Advisor's bands (frequency of interruption over a month), as a risk: the band's
+# middle (the last band, ">20%", at 25%).  A spot shape is compared at price x (1 + weight x risk).
+BAND_RISK = {"<5%": 0.025, "5-10%": 0.075, "10-15%": 0.125, "15-20%": 0.175, ">20%": 0.25}
+UNKNOWN_BAND_RISK = 0.25
+
+
+def band_risk(band: str | None) -> float:
+    return BAND_RISK.get(band or "", UNKNOWN_BAND_RISK)
+
+
+def weighted_shapes(shapes: Iterable[NodeShape], weight: float) -> list[NodeShape]:
+    """The shapes with spot prices raised by their interruption risk (on-demand prices as they are)."""
+    out = []
+    for s in shapes:
+        if s.market is Market.SPOT and weight:
+            s = replace(s, usd_per_hour=s.usd_per_hour * (1.0 + weight * band_risk(s.instance_type.spot_interruption_band)))
+        out.append(s)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Identical queued tasks: one shape, one market rule, one pinned type."""
+
+    vcpus: int
+    ram_mib: int
+    needs_reliable: bool
+    instance_type: str | None
+    task_ids: tuple[str, ...]
+
+    @property
+    def order(self) -> tuple:
+        """Reliable first, then larger first (the book's placement priority)."""
+        return (not self.needs_reliable, -self.vcpus, -self.ram_mib, self.instance_type or "", self.task_ids[:1])
+
+
+def group_tasks(tasks: Iterable[WaitingTask]) -> list[Group]:
+    by_key: dict[tuple, list[str]] = {}
+    for t in tasks:
+        by_key.setdefault((t.demand.vcpus, t.demand.ram_mib, t.needs_reliable, t.instance_type), []).append(t.task_id)
+    groups = [Group(c, r, rel, pin, tuple(sorted(ids))) for (c, r, rel, pin), ids in by_key.items()]
+    return sorted(groups, key=lambda g: g.order)
+
+
+@dataclass(slots=True)
+class _Room:
+    node_id: str
+    reliable: bool
+    instance_type: str
+    vcpus: int
+    ram_mib: int
+
+
+def fit_existing(groups: Sequence[Group], nodes: Sequence[NodeView]) -> tuple[list[Group], dict[str, int]]:
+    """Queued groups onto the nodes' free room.  Returns what is left over and, per node, how many
+    queued tasks it was given (a node given work is not idle)."""
+    rooms = [_Room(n.node_id, n.reliable, n.instance_type, n.free.vcpus, n.free.ram_mib)
+             for n in sorted(nodes, key=lambda n: n.node_id)]
+    given: dict[str, int] = {}
+    left: list[Group] = []
+    for g in groups:
+        eligible = [r for r in rooms if (r.reliable or not g.needs_reliable)
+                    and (g.instance_type is None or r.instance_type == g.instance_type)]
+        # preemptible work on spot nodes first (the book does the same), then the tightest room first
+        eligible.sort(key=lambda r: (r.reliable and not g.needs_reliable, r.vcpus, r.ram_mib, r.node_id))
+        todo = len(g.task_ids)
+        for r in eligible:
+            if todo == 0:
+                break
+            k = min(r.vcpus // g.vcpus, r.ram_mib // g.ram_mib, todo)
+            if k <= 0:
+                continue
+            r.vcpus -= k * g.vcpus
+            r.ram_mib -= k * g.ram_mib
+            given[r.node_id] = given.get(r.node_id, 0) + k
+            todo -= k
+        if todo:
+            left.append(replace(g, task_ids=g.task_ids[len(g.task_ids) - todo:]))
+    return left, given
+
+
+def tasks_of(groups: Iterable[Group]) -> list[TaskSpec]:
+    return [TaskSpec(task_id, g.vcpus, g.ram_mib, RELIABLE if g.needs_reliable else PREEMPTIBLE,
+                     instance_type=g.instance_type)
+            for g in groups for task_id in g.task_ids]
+
+
+def plan_nodes(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> list[PackedNode]:
+    """New nodes for ``tasks`` (every one of them must fit some shape): the cheaper of the seeds'
+    packing and one look-ahead packing, each right-sized (prices as the shapes give them)."""
+    if not tasks:
+        return []
+    menu = ShapeMenu(shapes)
+    prices = lower_bound(tasks, menu.shapes).prices
+    seeds = right_size(pack(seeds_order(tasks, menu), menu.shapes, prices, seeds_chooser(menu)), menu)
+    values = bottleneck_values(tasks, menu)
+    ordered = sorted(tasks, key=lambda t: (t.preempt.preemptible, t.instance_type is None, -values[t.id],
+                                           -t.vcpus, -t.ram_mib, t.id))
+    ahead = right_size(pack(ordered, menu.shapes, prices, lookahead_chooser(menu, values, 8, 16)), menu)
+    return min((seeds, ahead), key=lambda nodes: sum(n.shape.usd_per_hour for n in nodes))
+
+
+def holds_any(menu: ShapeMenu, task: TaskSpec) -> bool:
+    return bool(menu.holding(task))
+
+
+def real_shape(weighted: NodeShape, by_name: Mapping[tuple[str, Market], NodeShape]) -> NodeShape:
+    return by_name[(weighted.instance_type.name, weighted.market)]

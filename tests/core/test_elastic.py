@@ -1,0 +1,234 @@
+"""The elastic controller (plastic.core.elastic): one scenario per rule, with explicit `now`."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from plastic.core.elastic import ElasticController
+from plastic.core.elastic_model import (
+    ClusterObserved,
+    CordonNode,
+    CreateNodes,
+    CreateRefused,
+    ElasticPolicy,
+    NodesCreated,
+    NodeState,
+    NodeView,
+    TerminateNode,
+    WaitingTask,
+)
+from plastic.core.jobbook_records import Record
+from plastic.core.model import Catalog, InstanceType, Market, Resources, node_shapes
+
+CATALOG = Catalog((
+    InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
+    InstanceType("c5.xlarge", 4, 8192, 0.17, 0.0748, "<5%"),
+    InstanceType("c5.4xlarge", 16, 32768, 0.68, 0.2312, ">20%"),
+    InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
+    InstanceType("m5.xlarge", 4, 16384, 0.192, 0.0653, ">20%"),
+    InstanceType("r5.large", 2, 16384, 0.126, 0.0504, "<5%"),
+))
+SHAPES = node_shapes(CATALOG)
+_ids = itertools.count()
+
+
+def task(tid, vcpus=1, ram=1024, reliable=False, pin=None, waited=0.0):
+    return WaitingTask(tid, Resources(vcpus, ram), reliable, pin, waited)
+
+
+def node(nid, itype="c5.large", market=Market.ON_DEMAND, state=NodeState.READY, *, used=(0, 0), running=0,
+         idle_since=0.0, created_at=0.0, ended_at=None, released=False):
+    t = CATALOG.by_name(itype)
+    price = t.on_demand_usd_per_hour if market is Market.ON_DEMAND else t.spot_usd_per_hour
+    return NodeView(nid, "core" if market is Market.ON_DEMAND else "burst", itype, market, state, t.capacity, price,
+                    created_at, Resources(*used), running, None if running else idle_since, ended_at, released)
+
+
+CORE = node("core-1", used=(2, 4096), running=2)  # the reliable node, busy
+
+
+def of(out, cls):
+    return [o for o in out if isinstance(o, cls)]
+
+
+def records(out, kind):
+    return [o.fields for o in out if isinstance(o, Record) and o.kind == kind]
+
+
+def scatter(n, **kw):
+    return tuple(task(f"s[{i}]", **kw) for i in range(n))
+
+
+def test_queued_preemptible_work_gets_spot_nodes_of_the_cheapest_weighted_shape():
+    ctl = ElasticController(SHAPES)
+    out = ctl.handle(ClusterObserved(scatter(12), (CORE,)), 10.0)
+    creates = of(out, CreateNodes)
+    assert creates and all(c.market is Market.SPOT for c in creates)
+    slots = sum(CATALOG.by_name(c.instance_type).vcpus * c.count for c in creates)
+    assert slots >= 12
+    (rec,) = records(out, "node_requested")
+    assert rec["reason"] == "queued_work" and rec["tasks"][:2] == ["s[0]", "s[10]"]
+
+
+def test_band_weighting_prefers_the_low_band_when_the_price_difference_is_small():
+    # one 2-vCPU/4-GiB task: m5.large spot is 7% cheaper than c5.large spot but in the 15-20% band
+    ctl = ElasticController(SHAPES)
+    (create,) = of(ctl.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), 0.0), CreateNodes)
+    assert (create.instance_type, create.market) == ("c5.large", Market.SPOT)
+    by_price = ElasticController(SHAPES, ElasticPolicy(band_weight=0.0))
+    (create,) = of(by_price.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), 0.0), CreateNodes)
+    assert (create.instance_type, create.market) == ("m5.large", Market.SPOT)
+
+
+def test_reliable_work_gets_on_demand_nodes():
+    ctl = ElasticController(SHAPES)
+    out = ctl.handle(ClusterObserved(scatter(3, reliable=True), (CORE,)), 0.0)
+    assert {c.market for c in of(out, CreateNodes)} == {Market.ON_DEMAND}
+
+
+def test_free_room_and_creations_in_flight_count_as_capacity():
+    ctl = ElasticController(SHAPES)
+    roomy = node("core-2", "c5.xlarge", used=(0, 0), idle_since=5.0)
+    assert not of(ctl.handle(ClusterObserved(scatter(4), (CORE, roomy)), 10.0), CreateNodes)
+    first = of(ctl.handle(ClusterObserved(scatter(8), (CORE,)), 10.0), CreateNodes)
+    assert first
+    again = ctl.handle(ClusterObserved(scatter(8), (CORE,)), 12.0)  # the provider has not answered yet
+    assert not of(again, CreateNodes)
+    ids = tuple(f"n{i}" for i in range(first[0].count))
+    ctl.handle(NodesCreated(first[0].request, ids), 12.5)
+    booting = tuple(node(i, first[0].instance_type, Market.SPOT, NodeState.PENDING, created_at=10.0) for i in ids)
+    out = ctl.handle(ClusterObserved(scatter(8), (CORE, *booting)), 15.0)
+    assert not of(out, CreateNodes)
+    ready = tuple(node(i, first[0].instance_type, Market.SPOT, created_at=10.0, used=(2, 2048), running=2)
+                  for i in ids)
+    out = ctl.handle(ClusterObserved((), (CORE, *ready)), 20.0)
+    assert [r["boot_s"] for r in records(out, "node_ready")] == [10.0] * len(ids)
+
+
+def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_is_avoided():
+    ctl = ElasticController(SHAPES, ElasticPolicy(max_interruptions=2, interruption_window_s=600))
+    spot = [node(f"b{i}", "c5.large", Market.SPOT, used=(2, 2048), running=2) for i in range(2)]
+    ctl.handle(ClusterObserved((), (CORE, *spot)), 0.0)
+    gone = [node(n.node_id, "c5.large", Market.SPOT, NodeState.INTERRUPTED, ended_at=50.0) for n in spot[:1]]
+    out = ctl.handle(ClusterObserved(scatter(2), (CORE, *gone, spot[1])), 50.0)
+    assert records(out, "node_interrupted")[0]["node_id"] == "b0"
+    (req,) = records(out, "node_requested")
+    assert req["reason"] == "replace" and (req["instance_type"], req["market"]) == ("c5.large", "spot")
+    ctl.requests.clear()  # the replacement came and went
+    gone2 = node("b1", "c5.large", Market.SPOT, NodeState.INTERRUPTED, ended_at=60.0)
+    out = ctl.handle(ClusterObserved(scatter(2), (CORE, *gone, gone2)), 60.0)
+    (create,) = of(out, CreateNodes)
+    assert create.instance_type != "c5.large" and create.market is Market.SPOT  # two interruptions: avoided
+    ctl.requests.clear()
+    out = ctl.handle(ClusterObserved(scatter(2), (CORE, *gone, gone2)), 700.0)  # out of the window again
+    assert of(out, CreateNodes)[0].instance_type == "c5.large"
+
+
+def test_refused_spot_falls_back_to_the_next_shape_then_to_on_demand():
+    ctl = ElasticController(SHAPES)
+    seen = []
+    for now in range(20):
+        out = ctl.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), float(now))
+        creates = of(out, CreateNodes)
+        if not creates:
+            break
+        (c,) = creates
+        seen.append((c.instance_type, c.market))
+        if c.market is Market.ON_DEMAND:
+            break
+        out = ctl.handle(CreateRefused(c.request, c.instance_type, c.market, "InsufficientInstanceCapacity"), now)
+        assert records(out, "create_refused")[0]["reason"] == "InsufficientInstanceCapacity"
+    assert seen[0] == ("c5.large", Market.SPOT) and seen[-1][1] is Market.ON_DEMAND
+    assert len({s for s in seen if s[1] is Market.SPOT}) == len([s for s in seen if s[1] is Market.SPOT]) >= 3
+
+
+def test_idle_nodes_are_cordoned_then_released_never_the_last_reliable_nor_a_busy_one():
+    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=60))
+    lone_core = node("core-1", idle_since=0.0)
+    idle_spot = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
+    busy_spot = node("b2", "c5.large", Market.SPOT, used=(1, 1024), running=1)
+    assert not of(ctl.handle(ClusterObserved((), (lone_core, idle_spot, busy_spot)), 59.0), CordonNode)
+    out = ctl.handle(ClusterObserved((), (lone_core, idle_spot, busy_spot)), 61.0)
+    assert [c.node_id for c in of(out, CordonNode)] == ["b1"]
+    out = ctl.handle(ClusterObserved((), (lone_core, idle_spot, busy_spot)), 63.0)
+    assert [t.node_id for t in of(out, TerminateNode)] == ["b1"] and records(out, "node_released")
+    assert not of(out, CordonNode)  # the core node is the last reliable one
+
+
+def test_a_node_that_queued_work_fits_is_not_idle_and_a_cordoned_node_that_got_a_task_waits():
+    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=60))
+    idle_spot = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
+    assert not of(ctl.handle(ClusterObserved(scatter(1), (CORE, idle_spot)), 100.0), CordonNode)
+    ctl.handle(ClusterObserved((), (CORE, idle_spot)), 101.0)
+    raced = node("b1", "c5.large", Market.SPOT, used=(1, 1024), running=1)
+    assert not of(ctl.handle(ClusterObserved((), (CORE, raced)), 103.0), TerminateNode)
+
+
+def test_no_reliable_node_left_creates_one():
+    ctl = ElasticController(SHAPES)
+    spot = node("b1", "c5.large", Market.SPOT, used=(1, 1024), running=1)
+    out = ctl.handle(ClusterObserved((), (spot,)), 0.0)
+    (c,) = of(out, CreateNodes)
+    assert c.market is Market.ON_DEMAND and c.instance_type == "c5.large" and c.count == 1
+    assert records(out, "node_requested")[0]["reason"] == "reliable_floor"
+
+
+def test_budget_per_hour_is_never_exceeded_and_said_once():
+    ctl = ElasticController(SHAPES, ElasticPolicy(budget_usd_per_hour=0.085 + 0.0349 * 2))
+    out = ctl.handle(ClusterObserved(scatter(20), (CORE,)), 0.0)
+    added = sum(next(s.usd_per_hour for s in SHAPES if s.name == c.instance_type and s.market is c.market) * c.count
+                for c in of(out, CreateNodes))
+    assert 0.085 + added <= 0.085 + 0.0349 * 2 + 1e-9
+    (stop,) = records(out, "growth_stopped")
+    assert stop["limit"] == "budget_per_hour" and stop["waiting_tasks"] == 20
+    assert not records(ctl.handle(ClusterObserved(scatter(20), (CORE,)), 1.0), "growth_stopped")
+
+
+def test_whole_run_budget_stops_growth_when_the_projected_spend_reaches_it():
+    pol = ElasticPolicy(budget_usd=0.05, budget_horizon_s=900)
+    ctl = ElasticController(SHAPES, pol)
+    old = node("core-1", used=(2, 4096), running=2, created_at=-1200.0)  # 0.085 $/h for 20 min: 0.0283 $
+    out = ctl.handle(ClusterObserved(scatter(8), (old,)), 0.0)
+    assert not of(out, CreateNodes) and records(out, "growth_stopped")[0]["limit"] == "budget_usd"
+    cheap = ElasticController(SHAPES, ElasticPolicy(budget_usd=1.0))
+    assert of(cheap.handle(ClusterObserved(scatter(8), (old,)), 0.0), CreateNodes)
+
+
+def test_max_nodes():
+    ctl = ElasticController(SHAPES, ElasticPolicy(max_nodes=2))
+    out = ctl.handle(ClusterObserved(scatter(40), (CORE,)), 0.0)
+    assert sum(c.count for c in of(out, CreateNodes)) == 1
+    assert records(out, "growth_stopped")[0]["limit"] == "max_nodes"
+
+
+def test_a_released_shape_is_not_created_again_for_the_same_work_within_the_hysteresis_window():
+    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=10, hysteresis_s=120))
+    pinned = task("p", 2, 4096, pin="r5.large")  # fits neither node: it waits for its own shape
+    idle = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
+    ctl.handle(ClusterObserved((), (CORE, idle)), 20.0)  # cordoned
+    out = ctl.handle(ClusterObserved((), (CORE, idle)), 22.0)
+    assert of(out, TerminateNode)
+    gone = node("b1", "c5.large", Market.SPOT, NodeState.GONE, ended_at=23.0, released=True)
+    work = (task("s", 2, 4096, waited=5.0), pinned)
+    out = ctl.handle(ClusterObserved(work, (CORE, gone)), 24.0)
+    made = {(c.instance_type, c.market) for c in of(out, CreateNodes)}
+    assert ("c5.large", Market.SPOT) in made  # new work (not queued at the release): allowed
+    assert not records(out, "node_interrupted")  # a release is not an interruption
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_same_observation_in_any_order_gives_the_same_decisions(seed):
+    import random
+
+    rng = random.Random(seed)
+    queued = list(scatter(9)) + [task("r", 2, 2048, reliable=True), task("big", 4, 8192)]
+    nodes = [CORE, node("b1", "c5.large", Market.SPOT, used=(1, 512), running=1),
+             node("b2", "m5.large", Market.SPOT, idle_since=0.0)]
+    outs = []
+    for _ in range(2):
+        rng.shuffle(queued)
+        rng.shuffle(nodes)
+        outs.append(ElasticController(SHAPES).handle(ClusterObserved(tuple(queued), tuple(nodes)), 100.0))
+    assert outs[0] == outs[1]
