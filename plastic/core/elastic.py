@@ -55,8 +55,9 @@ from plastic.core.elastic_model import (
     TerminateNode,
 )
 from plastic.core.elastic_packing import fit_existing, group_tasks, plan_nodes, tasks_of, weighted_shapes
-from plastic.core.model import Market, NodeShape
+from plastic.core.model import Market, NodeShape, TaskSpec
 from plastic.core.packing import PackedNode, ShapeMenu
+from plastic.core.plan import PlannedNode
 
 MAX_TASK_IDS = 20  # task ids named in a node_requested record
 
@@ -314,3 +315,25 @@ class ElasticController:
             out.append(CordonNode(n.node_id, f"idle for {now - n.idle_since:.0f} s"))
             out.append(NodeCordoned(n.node_id, now - n.idle_since))
 
+
+
+def starting_nodes(nodes: Sequence[PlannedNode], tasks: Sequence[TaskSpec]) -> tuple[PlannedNode, ...]:
+    """The planned nodes an elastic cluster starts with: the on-demand ones (at least one: the plan
+    always has one) and those planned for the first wave (tasks with no parent); the controller
+    grows the rest as the work comes."""
+    first = {t.id for t in tasks if not t.parents}
+    chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND or first & set(n.task_ids))
+    if not any(n.market is Market.ON_DEMAND for n in chosen):
+        chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND)[:1] + chosen
+    return chosen or tuple(nodes)[:1]
+
+
+def reliable_floor(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> NodeShape | None:
+    """The cheapest on-demand shape a run cannot do without: one that holds its largest task that needs
+    or may come to need a reliable node (preempt=false or N); the cheapest on-demand one when none does."""
+    reliable = [t for t in tasks if t.preempt.max_preemptions is not None]
+    od = sorted((s for s in shapes if s.reliable), key=lambda s: (s.usd_per_hour, s.name))
+    for shape in od:
+        if all(shape.usable.holds(t.demand) and (t.instance_type in (None, shape.name)) for t in reliable):
+            return shape
+    return od[0] if od and not reliable else None

@@ -78,6 +78,8 @@ def replay(entries: Iterable[Mapping[str, Any]]) -> ReplayResult:
         current, logged = None, []
 
     for entry in entries:
+        if entry.get("m", "book") != "book":
+            continue  # another machine's step (the elastic controller's)
         kind = entry.get("kind")
         if kind == "book":
             settle(last_of_book=True)

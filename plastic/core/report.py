@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+import json
 from typing import Any
 
 from plastic.core.model import Catalog, InstanceType
@@ -61,6 +62,8 @@ class ClusterFigures:
     on_demand_cost_usd: float
     placements: int
     tasks_finished: int
+    peak_nodes: int = 0  # the most agents of the cluster alive at one time
+    nodes_released: int = 0  # released by the elastic controller (idle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,7 @@ class RunReport:
     notes: tuple[str, ...] = ()
     orphans_adopted: int = 0  # resume: the previous leader's running tasks left to finish
     orphans_killed: int = 0  # resume: the previous leader's running tasks killed (run again)
+    node_timeline: tuple[dict[str, Any], ...] = ()  # the elastic cluster: nodes asked for, ready, released, lost
 
     @property
     def savings(self) -> float:
@@ -174,10 +178,22 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
             if ev.kind == "issued" and ev.fields.get("job_id") is not None and ev.fields.get("job_store_id")}
     adopted: set[str] = set()
     orphans_killed: set[str] = set()
+    created_at: dict[str, float] = {}
+    released: set[str] = set()
+    timeline: list[dict[str, Any]] = []
     for ev in events:
         f = ev.fields
         kind = ev.kind
-        if kind == "issued":
+        if kind in NODE_KINDS:
+            timeline.append(_node_event(ev))
+            if kind == "node_created":
+                for node_id in list_field(f.get("node_ids")):
+                    created_at.setdefault(node_id, ev.at)
+            elif kind in ("node_released", "node_interrupted"):
+                lost_at.setdefault(str(f.get("node_id")), ev.at)
+                if kind == "node_released":
+                    released.add(str(f.get("node_id")))
+        elif kind == "issued":
             job = _job(f, same)
             if job is not None:
                 issued.add(job)
@@ -232,21 +248,27 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
             elif f.get("outcome") in ("failed", "lost_for_good"):
                 failed.add(job)
     clusters: dict[str, dict[str, Any]] = {}
+    alive: dict[str, list[tuple[float, int]]] = {}
     for a in agents:
-        start = max(started_at, a.seen_at) if a.seen_at is not None else started_at
+        seen = created_at.get(a.agent_id, a.seen_at)  # an elastic node is paid for from its creation
+        start = max(started_at, seen) if seen is not None else started_at
         end = min(ended_at, lost_at.get(a.agent_id, ended_at))
         hours = max(end - start, 0.0) / SECONDS_PER_HOUR
         c = clusters.setdefault(a.cluster, {"preemptible": a.preemptible, "instance_type": a.instance_type,
-                                            "agents": 0, "lost": 0, "hours": 0.0, "usd": 0.0, "od": 0.0})
+                                            "agents": 0, "lost": 0, "hours": 0.0, "usd": 0.0, "od": 0.0,
+                                            "released": 0})
+        alive.setdefault(a.cluster, []).extend(((start, 1), (max(end, start), -1)))
         c["agents"] += 1
-        c["lost"] += a.agent_id in lost_at
+        c["released"] += a.agent_id in released
+        c["lost"] += a.agent_id in lost_at and a.agent_id not in released
         c["hours"] += hours
         c["usd"] += hours * a.usd_per_hour
         c["od"] += hours * a.on_demand_usd_per_hour
         if c["instance_type"] != a.instance_type:
             c["instance_type"] = None  # mixed types in one cluster
     figures = tuple(ClusterFigures(name, c["preemptible"], c["instance_type"], c["agents"], c["lost"],
-                                   c["hours"], c["usd"], c["od"], placements.get(name, 0), done_on.get(name, 0))
+                                   c["hours"], c["usd"], c["od"], placements.get(name, 0), done_on.get(name, 0),
+                                   _peak(alive.get(name, [])), c["released"])
                     for name, c in clusters.items())
     return RunReport(
         run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at, ended_at=ended_at,
@@ -254,4 +276,34 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
         tasks_finished=len(finished), tasks_failed=len(failed - finished), **counts,
         clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
         on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes),
-        orphans_adopted=len(adopted), orphans_killed=len(orphans_killed - adopted))
+        orphans_adopted=len(adopted), orphans_killed=len(orphans_killed - adopted), node_timeline=tuple(timeline))
+
+
+NODE_KINDS = frozenset({"node_requested", "node_created", "node_ready", "node_cordoned", "node_released",
+                        "node_interrupted", "create_refused", "growth_stopped"})
+
+
+def list_field(value: Any) -> list[str]:
+    """A list field as recorded: a list in the decisions log, its JSON text in the Redis stream."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return [value]
+    return [str(v) for v in value or ()]
+
+
+def _node_event(ev: RunEvent) -> dict[str, Any]:
+    keep = ("node_id", "node_ids", "cluster", "instance_type", "market", "count", "reason", "detail", "limit",
+            "boot_s", "state")
+    return {"at": ev.at, "event": ev.kind.removeprefix("node_"),
+            **{k: (list_field(v) if k == "node_ids" else v) for k, v in ev.fields.items() if k in keep}}
+
+
+def _peak(changes: list[tuple[float, int]]) -> int:
+    """The most at once, from (time, +1 / -1) changes (an end before a start at the same time)."""
+    peak = now = 0
+    for _at, delta in sorted(changes):
+        now += delta
+        peak = max(peak, now)
+    return peak

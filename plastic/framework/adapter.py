@@ -226,6 +226,15 @@ class Framework(Scheduler):
             self.changed.notify_all()
         return steps[0] if steps else []
 
+    def record_elastic(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
+        """Hand the elastic controller's step to every recorder (plastic.framework.provisioner)."""
+        with self.lock:
+            for r in self.recorders:
+                try:
+                    r.step(event, now, outputs, "elastic")
+                except Exception:
+                    log.exception("recorder %r failed on an elastic step", r)
+
     # ------------------------------------------------------------ calls from the Toil side
 
     def issue(self, job_id: str, command: TaskCommand, demand: Resources, preempt: Preempt, *,

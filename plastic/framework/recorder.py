@@ -17,7 +17,9 @@ each with ``t`` (epoch seconds when written):
 | any record kind | a record the book returned: its fields (plastic.core.jobbook_records lists them) |
 
 So a log can be replayed (plastic.core.replay): the same events into a book of the same config give
-the same commands and records.  The records' kinds are the ones the run's Redis event stream, the
+the same commands and records.  The elastic controller's steps (plastic.framework.provisioner) are
+logged too, each line marked ``"m": "elastic"``: its records and commands, after a summary of what
+it observed (``kind`` elastic_event), and only the steps that decided something.  The records' kinds are the ones the run's Redis event stream, the
 progress display and the report read: issued, placed, running, kill, drain_kill, let_finish, ended,
 requeue, escalation, unplaceable, placeable_again, agent, agent_lost, notice, duplicate_notice,
 idle_agent, starving, declined, declined_ignored, rescinded, kill_ignored, duplicate_issue,
@@ -46,8 +48,9 @@ class Recorder(Protocol):
     def begin(self, config: Mapping[str, Any]) -> None:
         """A new JobBook with this configuration starts taking events."""
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
-        """One event and what the book returned; must return at once (called under the lock)."""
+    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
+        """One event and what the book (or the elastic controller) returned; must return at once
+        (called under the Framework's lock)."""
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Write what is pending (waiting at most ``timeout_s``) and release everything."""
@@ -55,6 +58,17 @@ class Recorder(Protocol):
 
 def record_line(record: Record, at: float) -> dict[str, Any]:
     return {"t": at, "kind": record.kind, **record.fields}
+
+
+def summary_of(event: Any) -> Any:
+    """An event as logged: whole, but an observation of the cluster by its counts."""
+    queued, nodes = getattr(event, "queued", None), getattr(event, "nodes", None)
+    if queued is None or nodes is None:
+        return encode(event)
+    states: dict[str, int] = {}
+    for n in nodes:
+        states[str(n.state)] = states.get(str(n.state), 0) + 1
+    return {"type": type(event).__name__, "queued": len(queued), "nodes": states}
 
 
 class JsonLinesRecorder:
@@ -76,12 +90,19 @@ class JsonLinesRecorder:
     def begin(self, config: Mapping[str, Any]) -> None:
         self._write([{"t": time.time(), "kind": "book", "config": dict(config)}])
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
+    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
         at = time.time()
-        lines = [{"t": at, "kind": "event", "now": now, "event": encode(event)}]
+        if machine == "book":
+            lines = [{"t": at, "kind": "event", "now": now, "event": encode(event)}]
+            mark: dict[str, str] = {}
+        elif outputs:
+            mark = {"m": machine}
+            lines = [{"t": at, **mark, "kind": f"{machine}_event", "now": now, "event": summary_of(event)}]
+        else:
+            return
         for out in outputs:
-            lines.append(record_line(out, at) if isinstance(out, Record) else {"t": at, "kind": "command",
-                                                                              "command": encode(out)})
+            lines.append({**record_line(out, at), **mark} if isinstance(out, Record)
+                         else {"t": at, **mark, "kind": "command", "command": encode(out)})
         self._write(lines)
 
     def close(self, timeout_s: float = 10.0) -> None:
@@ -97,7 +118,7 @@ class RecordListener:
     def begin(self, config: Mapping[str, Any]) -> None:
         pass
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
+    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
         for out in outputs:
             if isinstance(out, Record):
                 self.record(out.kind, out.fields)

@@ -70,7 +70,7 @@ class StoreRecorder:
     def begin(self, config: Mapping[str, Any]) -> None:
         pass
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
+    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
         at = self.clock()
         writes: list[Write] = []
         for out in outputs:

@@ -69,7 +69,10 @@ from plastic.core.orphans import LIVE_RECORDS
 from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
 from plastic.core.runtimes import KEEP_PER_TOOL
 from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.elastic_options import OPTIONS as ELASTIC_OPTIONS
+from plastic.framework.elastic_options import add_elastic_options, build_provisioner
 from plastic.framework.notices import NoticeFollower
+from plastic.framework.provisioner import Provisioner
 from plastic.framework.recorder import Recorder
 from plastic.framework.run_store import RunHandle, load_policy, open_run
 from plastic.mesos.errors import MesosFrameworkError
@@ -219,6 +222,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                             default=DEFAULT_STARVING_S,
                             help="report a job queued this long for a shape no live agent can hold (record "
                                  "starving; 0 or off: never; default: 300)")
+        add_elastic_options(parser)
 
     @classmethod
     def setOptions(cls, setOption: Any) -> None:
@@ -231,6 +235,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         setOption("plastic_idle_agent_s")
         setOption("plastic_starving_s")
         setOption("plastic_adopt_s")
+        for name in ELASTIC_OPTIONS:
+            setOption(name)
 
     def __init__(self, config: Any, maxCores: float, maxMemory: float, maxDisk: int) -> None:
         _unsuppress_logging()
@@ -274,6 +280,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.ignored_nodes: set[str] = set()
         self._stopping = threading.Event()
         self.notices: NoticeFollower | None = None
+        self.provisioner: Provisioner | None = None
         self._job_store: Any = None
         try:
             self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
@@ -295,6 +302,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                 framework_removed = True
             if self.run is not None:  # before a resume: a notice may doom an adopted task
                 self.notices = NoticeFollower(self.run.store, self.framework).start()
+            self.provisioner = build_provisioner(config, self.framework, master=master, run_id=self.run_id)
             if self.incarnation > 1:
                 log.info("plastic: leader incarnation %d of run %s (framework %s); %d unfinished task record(s) "
                          "of the previous leader", self.incarnation, self.run_id, self.framework.framework_id,
@@ -305,21 +313,30 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                 if left:
                     log.warning("plastic: %d task(s) of the previous leader still not ended after %.0f s",
                                 left, wait_s)
+        except PlasticError as error:
+            self._stop_started(recorders)
+            raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
         except BaseException:
-            if self.notices is not None:
-                self.notices.stop()
-            if getattr(self, "framework", None) is not None:
-                self.framework.close_recorders()
-            else:
-                for r in recorders:
-                    r.close(RECORD_FLUSH_S)
-            if self.run is not None:
-                self.run.close()
-            self.shutdownLocal()
+            self._stop_started(recorders)
             raise
+        if self.provisioner is not None:  # after a resume's wait: Toil is about to issue its jobs
+            self.provisioner.start()
         self._forwarder = threading.Thread(target=self._forward_local, name="plastic-local-forwarder",
                                            daemon=True)
         self._forwarder.start()
+
+    def _stop_started(self, recorders: list[Recorder]) -> None:
+        """What the constructor started, stopped (it is failing)."""
+        if self.notices is not None:
+            self.notices.stop()
+        if getattr(self, "framework", None) is not None:
+            self.framework.close_recorders()
+        else:
+            for r in recorders:
+                r.close(RECORD_FLUSH_S)
+        if self.run is not None:
+            self.run.close()
+        self.shutdownLocal()
 
     @staticmethod
     def _book(config: Any) -> JobBook:
@@ -489,6 +506,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
 
     def shutdown(self) -> None:
         self._stopping.set()
+        if self.provisioner is not None:
+            self.provisioner.stop()
         if self.notices is not None:
             self.notices.stop()
         try:

@@ -1,0 +1,124 @@
+"""The batch system's elastic options and the Provisioner they build (plastic.framework.provisioner).
+
+With ``--plasticProvider local|recording`` (default: none, a static cluster) the batch system keeps the
+cluster the size of its queue through that provider; the limits are the ElasticPolicy's
+(plastic.core.elastic_model).  `plastic run` passes them; they can be given to toil-cwl-runner by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from argparse import ArgumentParser, ArgumentTypeError, _ArgumentGroup
+from pathlib import Path
+from typing import Any
+
+from plastic.core.elastic import ElasticController
+from plastic.core.elastic_model import ElasticPolicy
+from plastic.core.errors import PlasticError
+from plastic.core.model import Market, node_shapes
+from plastic.framework.adapter import Framework
+from plastic.framework.provisioner import DEFAULT_INTERVAL_S, Provisioner
+
+log = logging.getLogger(__name__)
+
+PROVIDERS = ("none", "local")
+OPTIONS = ("plastic_provider", "plastic_provider_url", "plastic_catalog", "plastic_plan", "plastic_max_nodes",
+           "plastic_idle_s", "plastic_budget_per_hour", "plastic_budget_usd", "plastic_boot_s",
+           "plastic_elastic_every_s")
+
+
+def positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 < number < float("inf"):
+        raise ArgumentTypeError(f"must be > 0, got {value!r}")
+    return number
+
+
+def non_negative(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 <= number < float("inf"):
+        raise ArgumentTypeError(f"must be >= 0, got {value!r}")
+    return number
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 1:
+        raise ArgumentTypeError(f"must be >= 1, got {value!r}")
+    return number
+
+
+def add_elastic_options(parser: ArgumentParser | _ArgumentGroup) -> None:
+    parser.add_argument("--plasticProvider", dest="plastic_provider", choices=PROVIDERS, default="none",
+                        help="keep the cluster the size of the queued work through this provider: local (the local "
+                             "Mesos-API cluster at --plasticProviderUrl); none: the cluster is static (default)")
+    parser.add_argument("--plasticProviderUrl", dest="plastic_provider_url", default=None,
+                        help="where the provider is: the local cluster's master URL (default: --plasticMaster)")
+    parser.add_argument("--plasticCatalog", dest="plastic_catalog", default=None,
+                        help="instance catalog (YAML) for the shapes and prices nodes are bought at (default: "
+                             "the embedded AWS us-east-1 catalog)")
+    parser.add_argument("--plasticPlan", dest="plastic_plan", default=None,
+                        help="the run's plan (plastic.plan/v1 JSON): new nodes join its clusters by type and market")
+    parser.add_argument("--plasticMaxNodes", dest="plastic_max_nodes", type=positive_int, default=None,
+                        help="never more live nodes than this (default: no limit)")
+    parser.add_argument("--plasticIdleSeconds", dest="plastic_idle_s", type=positive, default=60.0,
+                        help="release a node without work for this long (default: 60)")
+    parser.add_argument("--plasticBudgetPerHour", dest="plastic_budget_per_hour", type=positive, default=None,
+                        help="the live nodes never cost more than this, USD per hour")
+    parser.add_argument("--plasticBudgetUsd", dest="plastic_budget_usd", type=positive, default=None,
+                        help="the whole run: stop growing when the projected spend reaches this, USD")
+    parser.add_argument("--plasticBootSeconds", dest="plastic_boot_s", type=non_negative, default=0.0,
+                        help="local provider: how long a new agent takes to boot (default: 0)")
+    parser.add_argument("--plasticElasticEverySeconds", dest="plastic_elastic_every_s", type=positive,
+                        default=DEFAULT_INTERVAL_S, help="how often the cluster is looked at (default: 5)")
+
+
+def cluster_names(plan_path: str | None) -> dict[tuple[str, Market], str]:
+    """(instance type, market) -> the plan's cluster name, so new nodes join the planned clusters."""
+    if not plan_path:
+        return {}
+    try:
+        doc = json.loads(Path(plan_path).read_text(encoding="utf-8"))
+        return {(c["instance_type"], Market(c["market"])): c["name"] for c in doc.get("clusters", [])}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise PlasticError(f"not a readable plan ({error})", source=plan_path, field="--plasticPlan") from None
+
+
+def build_provisioner(config: Any, framework: Framework, *, master: str, run_id: str | None) -> Provisioner | None:
+    """The Provisioner the options ask for (None: a static cluster).  Raises PlasticError on bad options."""
+    name = getattr(config, "plastic_provider", None) or "none"
+    if name == "none":
+        return None
+    from plastic.catalogs import load_catalog
+
+    catalog = load_catalog(getattr(config, "plastic_catalog", None))
+    shapes = node_shapes(catalog)
+    policy = ElasticPolicy(max_nodes=getattr(config, "plastic_max_nodes", None),
+                           idle_s=float(getattr(config, "plastic_idle_s", None) or 60.0),
+                           budget_usd_per_hour=getattr(config, "plastic_budget_per_hour", None),
+                           budget_usd=getattr(config, "plastic_budget_usd", None))
+    controller = ElasticController(shapes, policy, cluster_names=cluster_names(getattr(config, "plastic_plan", None)))
+    provider = provider_for(name, getattr(config, "plastic_provider_url", None) or master,
+                            boot_s=float(getattr(config, "plastic_boot_s", None) or 0.0))
+    tags = {"plastic:run": run_id} if run_id else {}
+    log.info("plastic: elastic cluster through the %s provider (%s)", name, policy)
+    return Provisioner(framework, controller, provider, shapes, tags=tags,
+                       interval_s=float(getattr(config, "plastic_elastic_every_s", None) or DEFAULT_INTERVAL_S))
+
+
+def provider_for(name: str, url: str, *, boot_s: float = 0.0):
+    if name == "local":
+        from plastic.providers.local import LocalProvider
+
+        return LocalProvider(url, boot_s=boot_s)
+    raise PlasticError(f"unknown provider {name!r} (one of {', '.join(PROVIDERS)})", field="--plasticProvider")

@@ -1,0 +1,191 @@
+"""Provisioner: the elastic controller's shell in the batch system (decides nothing itself).
+
+Every ``interval_s`` it lists the provider's nodes (off the Framework's lock), turns them and the
+JobBook's queue into one observation (under the lock: the book is read, never changed), hands it to
+the ElasticController (plastic.core.elastic) and carries out what it decides:
+
+    CordonNode    -> the Framework gives the node's agent no new work (AgentsIgnored), at once, under
+                     the lock, so no launch can reach it after the controller saw it idle
+    TerminateNode -> provider.terminate
+    CreateNodes   -> provider.create; the answer goes back to the controller (NodesCreated, and
+                     CreateRefused for each capacity error)
+
+The controller's records (node_requested, node_ready, node_released, node_interrupted, ...) go to the
+Framework's recorders: the decisions log (marked ``"m": "elastic"``) and the run's Redis stream.
+A node's view joins what the provider says (state, type, market, times) with what the book knows of
+its agent (tasks on it, when it was last busy, a terminate notice, lost); times are moved onto the
+book's clock, which is the controller's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from plastic.core import jobbook_events as evt
+from plastic.core.elastic import ElasticController
+from plastic.core.elastic_model import (
+    ClusterObserved,
+    CordonNode,
+    CreateNodes,
+    CreateRefused,
+    NodesCreated,
+    NodeState,
+    NodeView,
+    TerminateNode,
+    WaitingTask,
+)
+from plastic.core.model import Market, NodeShape, Resources
+from plastic.framework.adapter import Framework
+from plastic.providers import NodeRequest, Provider, ProviderError, ProviderNode
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_S = 5.0
+
+
+class Provisioner:
+    def __init__(self, framework: Framework, controller: ElasticController, provider: Provider,
+                 shapes: Sequence[NodeShape], *, interval_s: float = DEFAULT_INTERVAL_S,
+                 tags: Mapping[str, str] | None = None, wall_clock: Callable[[], float] = time.time):
+        self.framework = framework
+        self.controller = controller
+        self.provider = provider
+        self.shapes = {(s.instance_type.name, s.market): s for s in shapes}
+        self.interval_s = interval_s
+        self.tags = dict(tags or {})
+        self.wall_clock = wall_clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._provider_down = False
+
+    def start(self) -> Provisioner:
+        self._thread = threading.Thread(target=self._loop, name="plastic-provisioner", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.tick()
+            except Exception:  # the provisioner must survive anything; the run goes on with what it has
+                log.exception("elastic provisioning step failed")
+
+    # ------------------------------------------------------------ one step
+
+    def tick(self) -> list[Any]:
+        try:
+            nodes = self.provider.list_nodes()
+        except ProviderError as error:
+            if not self._provider_down:
+                log.warning("provider %s unreachable (%s); the cluster stays as it is until it answers",
+                            self.provider.name, error)
+            self._provider_down = True
+            return []
+        if self._provider_down:
+            log.info("provider %s reachable again", self.provider.name)
+            self._provider_down = False
+        fw = self.framework
+        with fw.lock:
+            now = fw.clock()
+            observation = self.observe(nodes, now)
+            outputs = self.controller.handle(observation, now)
+            fw.record_elastic(observation, now, outputs)
+            cordoned = [self._agent_of(o.node_id, nodes) for o in outputs if isinstance(o, CordonNode)]
+            if any(cordoned):
+                fw.apply(evt.AgentsIgnored(tuple(a for a in cordoned if a), True))
+        for out in outputs:
+            if isinstance(out, TerminateNode):
+                self._terminate(out)
+            elif isinstance(out, CreateNodes):
+                self._create(out)
+        return outputs
+
+    def _terminate(self, cmd: TerminateNode) -> None:
+        try:
+            self.provider.terminate([cmd.node_id])
+            log.info("node %s released: %s", cmd.node_id, cmd.reason)
+        except ProviderError as error:
+            log.warning("could not terminate node %s: %s (tried again next time it is idle)", cmd.node_id, error)
+
+    def _create(self, cmd: CreateNodes) -> None:
+        shape = self.shapes[(cmd.instance_type, cmd.market)]
+        request = NodeRequest(cmd.cluster, cmd.instance_type, cmd.market, cmd.count, shape.usable.vcpus,
+                              shape.usable.ram_mib, {**self.tags, "plastic:cluster": cmd.cluster,
+                                                     "plastic:market": str(cmd.market)})
+        answers: list[Any] = []
+        try:
+            result = self.provider.create(request)
+            answers.append(NodesCreated(cmd.request, result.node_ids))
+            answers += [CreateRefused(cmd.request, r.instance_type, r.market, r.reason) for r in result.refused]
+            log.info("asked %s for %d %s %s node(s) (%s): created %s%s", self.provider.name, cmd.count,
+                     cmd.instance_type, cmd.market, cmd.reason, ", ".join(result.node_ids) or "none",
+                     "".join(f"; refused: {r.reason}" for r in result.refused))
+        except ProviderError as error:
+            log.warning("could not create %d %s %s node(s): %s", cmd.count, cmd.instance_type, cmd.market, error)
+            answers.append(CreateRefused(cmd.request, cmd.instance_type, cmd.market, f"provider error: {error}"))
+        fw = self.framework
+        with fw.lock:
+            now = fw.clock()
+            for answer in answers:
+                fw.record_elastic(answer, now, self.controller.handle(answer, now))
+
+    # ------------------------------------------------------------ the observation
+
+    def _agent_of(self, node_id: str, nodes: Sequence[ProviderNode]) -> str | None:
+        node = next((n for n in nodes if n.node_id == node_id), None)
+        if node is None:
+            return None
+        if node.agent_id:
+            return node.agent_id
+        return self.framework.book.agent_of_instance(node.instance_id) if node.instance_id else None
+
+    def observe(self, nodes: Sequence[ProviderNode], now: float) -> ClusterObserved:
+        """The book's queue and the nodes, on the book's clock (call under the Framework's lock)."""
+        book = self.framework.book
+        queued = tuple(WaitingTask(j.job_id, j.demand, j.needs_reliable, j.instance_type, max(now - j.queued_at, 0.0))
+                       for j in book.queued())
+        on_agent: dict[str, list[Any]] = {}
+        for job in book.live():
+            on_agent.setdefault(job.agent_id or "", []).append(job)
+        views = []
+        for node in nodes:
+            agent_id = node.agent_id or (book.agent_of_instance(node.instance_id) if node.instance_id else None)
+            views.append(self._view(node, agent_id, on_agent.get(agent_id or "", []), now))
+        return ClusterObserved(queued, tuple(views))
+
+    def _view(self, node: ProviderNode, agent_id: str | None, jobs: list[Any], now: float) -> NodeView:
+        book = self.framework.book
+        shape = self.shapes.get((node.instance_type, node.market))
+        state = node.state
+        if agent_id is not None and state in (NodeState.READY, NodeState.PENDING):
+            if agent_id in book.gone:
+                state = NodeState.GONE
+            elif agent_id in book.notices.draining:
+                state = NodeState.DRAINING
+            elif state is NodeState.PENDING and agent_id in book.agents:
+                state = NodeState.READY  # the framework already met its agent
+        agent = book.agents.get(agent_id or "")
+        capacity = agent.capacity if agent is not None else (shape.usable if shape else Resources(0, 0))
+        used = Resources(sum(j.demand.vcpus for j in jobs), sum(j.demand.ram_mib for j in jobs))
+        to_book = self.framework.book_time
+        idle_since = None
+        if state is NodeState.READY and not jobs:
+            health = book.health
+            idle_since = to_book(node.state_since)
+            if agent_id in health.agent_since:
+                idle_since = max(health.agent_since[agent_id], health.last_busy.get(agent_id, 0.0))
+        ended = to_book(node.state_since) if state in (NodeState.GONE, NodeState.INTERRUPTED) else None
+        if ended is not None and node.state not in (NodeState.GONE, NodeState.INTERRUPTED):
+            ended = now  # lost as far as the framework knows; the provider has not said so yet
+        price = shape.usd_per_hour if shape is not None else 0.0
+        return NodeView(node.node_id, node.cluster, node.instance_type, Market(node.market), state, capacity, price,
+                        to_book(node.created_at), used, len(jobs), idle_since, ended)

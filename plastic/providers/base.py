@@ -1,0 +1,75 @@
+"""The provider interface and its values (see plastic.providers)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from plastic.core.elastic_model import NodeState
+from plastic.core.errors import PlasticError
+from plastic.core.model import Market
+
+
+class ProviderError(PlasticError):
+    """The provider could not be reached or answered wrongly (not a capacity error: those are data)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRequest:
+    """``count`` nodes of one (instance type, market) for one cluster of the run."""
+
+    cluster: str
+    instance_type: str
+    market: Market
+    count: int
+    vcpus: int
+    ram_mib: int
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityError:
+    """What the provider could not create: the type, the market, why (InsufficientInstanceCapacity, ...)."""
+
+    instance_type: str
+    market: Market
+    reason: str
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    node_ids: tuple[str, ...] = ()
+    refused: tuple[CapacityError, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderNode:
+    """A node as the provider knows it; ``agent_id`` is the Mesos agent it runs, when known (a local
+    agent is its node); ``instance_id`` what the agent advertises in its ``instance_id`` attribute."""
+
+    node_id: str
+    cluster: str
+    instance_type: str
+    market: Market
+    state: NodeState
+    created_at: float  # epoch seconds
+    state_since: float  # epoch seconds
+    agent_id: str | None = None
+    instance_id: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    imds_url: str | None = None
+
+
+class Provider(Protocol):
+    name: str
+
+    def create(self, request: NodeRequest) -> CreateResult:
+        """Create the nodes; capacity errors come back in ``refused``, never as an exception."""
+
+    def terminate(self, node_ids: Sequence[str]) -> None:
+        """Terminate the nodes (idempotent: an unknown or gone node is not an error)."""
+
+    def list_nodes(self) -> list[ProviderNode]:
+        """Every node of the run the provider knows, gone ones included while it remembers them."""

@@ -1,0 +1,132 @@
+"""The Provisioner: the controller's decisions carried out through a provider, the book's queue observed.
+
+A Framework over a recording fake driver, a RecordingProvider (the provider interface's fake), the real
+ElasticController; agents appear to the framework as the fake driver's offers for the provider's nodes.
+"""
+
+from __future__ import annotations
+
+from plastic.core.elastic import ElasticController
+from plastic.core.elastic_model import ElasticPolicy, NodeState
+from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Resources
+from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.provisioner import Provisioner
+from plastic.framework.recorder import RecordListener
+from plastic.providers.recording import RecordingProvider
+from tests.core.test_elastic import SHAPES
+from tests.framework.test_adapter import FakeDriver
+
+
+class Kinds(RecordListener):
+    def __init__(self):
+        self.seen: list[tuple[str, dict]] = []
+
+    def record(self, kind, fields):
+        self.seen.append((kind, dict(fields)))
+
+    def of(self, kind):
+        return [f for k, f in self.seen if k == kind]
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def offer_of(node, cpus, mem, oid):
+    preemptible = node.market is Market.SPOT
+    return {"id": {"value": oid}, "agent_id": {"value": node.node_id}, "hostname": "127.0.0.1",
+            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": cpus}},
+                          {"name": "mem", "type": "SCALAR", "scalar": {"value": mem}}],
+            "attributes": [{"name": "preemptible", "type": "TEXT", "text": {"value": str(preemptible).lower()}},
+                           {"name": "cluster", "type": "TEXT", "text": {"value": node.cluster}},
+                           {"name": "instance_type", "type": "TEXT", "text": {"value": node.instance_type}}]}
+
+
+def setup(policy=ElasticPolicy(idle_s=30), refuse=()):
+    clock = Clock()
+    rec = Kinds()
+    fw = Framework("http://x", driver_factory=FakeDriver, clock=clock, wall_clock=clock, recorders=[rec])
+    fw.registered(fw.driver, {"value": "fw-1"}, {})
+    provider = RecordingProvider(clock=clock, refuse=refuse)
+    core = provider.create(__import__("plastic.providers", fromlist=["NodeRequest"]).NodeRequest(
+        "core", "c5.large", Market.ON_DEMAND, 1, 2, 4096)).node_ids[0]
+    prov = Provisioner(fw, ElasticController(SHAPES, policy), provider, SHAPES)
+    return fw, provider, prov, rec, clock, core
+
+
+def test_queued_work_creates_spot_nodes_whose_agents_then_take_it():
+    fw, provider, prov, rec, clock, core = setup()
+    for i in range(4):
+        fw.issue(f"j{i}", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE)
+    clock.t += 5
+    prov.tick()
+    (create,) = [c for name, c in provider.calls if name == "create"][1:]
+    assert create.market is Market.SPOT and create.count * 2 + 2 >= 4  # 2 fit the idle core node
+    assert create.tags["plastic:cluster"] == create.cluster and rec.of("node_requested")[0]["reason"] == "queued_work"
+    assert rec.of("node_created")[0]["node_ids"]
+    clock.t += 5
+    prov.tick()  # the nodes are ready now; the framework has not met their agents yet: nothing new asked
+    assert len([c for name, c in provider.calls if name == "create"]) == 2
+    spot = [n for n in provider.list_nodes() if n.market is Market.SPOT]
+    offers = [offer_of(n, 2, 4096, f"o-{n.node_id}") for n in [*spot, provider.nodes[core]]]
+    fw.resourceOffers(fw.driver, offers)
+    launched = sorted(t["agent_id"]["value"] for c in fw.driver.of("launchTasks") for t in c[1][1])
+    assert launched == sorted([core, core] + [n.node_id for n in spot for _ in range(2)])  # spot first, then core
+
+
+def test_an_idle_node_is_cordoned_then_terminated_and_never_the_reliable_one():
+    fw, provider, prov, rec, clock, core = setup()
+    core_node = provider.nodes[core]
+    fw.issue("r", TaskCommand("true"), Resources(2, 4096), RELIABLE)  # keeps the core node busy
+    fw.resourceOffers(fw.driver, [offer_of(core_node, 2, 4096, "o0")])
+    fw.issue("j", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE)
+    prov.tick()
+    (spot,) = [n for n in provider.list_nodes() if n.market is Market.SPOT]
+    fw.resourceOffers(fw.driver, [offer_of(spot, 2, 4096, "o1")])
+    fw.statusUpdate(fw.driver, {"task_id": {"value": "j.1"}, "state": "TASK_RUNNING", "uuid": "a"})
+    clock.t += 100
+    assert not rec.of("node_cordoned")  # busy
+    prov.tick()
+    fw.statusUpdate(fw.driver, {"task_id": {"value": "j.1"}, "state": "TASK_FINISHED", "uuid": "b"})
+    clock.t += 31
+    prov.tick()
+    assert [r["node_id"] for r in rec.of("node_cordoned")] == [spot.node_id]
+    assert spot.node_id in fw.book.ignored  # no new work reaches it
+    clock.t += 5
+    prov.tick()
+    assert ("terminate", (spot.node_id,)) in provider.calls
+    assert provider.nodes[spot.node_id].state is NodeState.GONE and provider.nodes[core].state is NodeState.READY
+    assert [r["node_id"] for r in rec.of("node_released")] == [spot.node_id]
+
+
+def test_a_refused_spot_type_falls_back_and_reliable_work_asks_on_demand():
+    fw, provider, prov, rec, clock, core = setup(refuse=[("*", Market.SPOT)])
+    fw.issue("p", TaskCommand("true"), Resources(2, 4096), PREEMPTIBLE)
+    fw.issue("r", TaskCommand("true"), Resources(2, 4096), RELIABLE)
+    markets = []
+    for _ in range(8):
+        clock.t += 5
+        prov.tick()
+    for name, req in provider.calls:
+        if name == "create":
+            markets.append(req.market)
+    assert rec.of("create_refused") and all(r["market"] == "spot" for r in rec.of("create_refused"))
+    assert markets.count(Market.ON_DEMAND) >= 2  # the core node, the reliable task's, then the fallback
+
+
+def test_provider_unreachable_is_logged_once_and_nothing_decided(caplog):
+    fw, provider, prov, rec, clock, core = setup()
+
+    def down():
+        from plastic.providers import ProviderError
+
+        raise ProviderError("connection refused", source="local provider")
+
+    provider.list_nodes = down
+    fw.issue("j", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE)
+    assert prov.tick() == [] and prov.tick() == []
+    assert caplog.text.count("unreachable") == 1
