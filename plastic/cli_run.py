@@ -39,6 +39,22 @@ import click
               help="Go on with the run in this run directory after `plastic run` was killed: same Redis (give "
                    "--redis if the run used an external one), same local cluster if it still runs, Toil "
                    "restarted on the same job store (no WORKFLOW, JOB or other options).")
+@click.option("--static", is_flag=True,
+              help="Keep the plan's cluster fixed (default: elastic, it grows for queued work, replaces lost spot "
+                   "nodes and releases idle ones).")
+@click.option("--max-nodes", type=click.IntRange(min=1),
+              help="Elastic: at most this many live nodes (default: --max-agents on a local cluster).")
+@click.option("--idle-seconds", "idle_s", type=click.FloatRange(min=0.0, min_open=True),
+              help="Elastic: release a node without work for this long (default: 60).")
+@click.option("--budget-per-hour", type=click.FloatRange(min=0.0, min_open=True),
+              help="Elastic: the live nodes never cost more than this many USD per hour.")
+@click.option("--budget-usd", type=click.FloatRange(min=0.0, min_open=True),
+              help="Elastic: stop growing when the run's projected spend reaches this many USD.")
+@click.option("--boot-seconds", "boot_s", type=click.FloatRange(min=0.0),
+              help="Local cluster, elastic: how long a new agent takes to boot (default: 0).")
+@click.option("--refuse-spot", metavar="TYPES",
+              help="Local cluster, elastic: emulate a spot shortage, refusing spot agents of these instance "
+                   "types (comma-separated; * for all).")
 @click.option("--adopt-seconds", "adopt_s", type=click.FloatRange(min=0.0),
               help="With --resume: let a task of the killed run that is still running finish (its work kept) "
                    "when it is expected to within this many seconds; others are killed and run again "
@@ -46,8 +62,9 @@ import click
 def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], outdir: Path, plan_path: Path | None,
         master: str | None, redis_url: str | None, report_path: Path | None, run_dir: Path | None,
         catalog_path: str | None, max_agents: int, interrupt_rate: float | None, notice_seconds: float,
-        seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None,
-        adopt_s: float | None) -> None:
+        seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None, static: bool,
+        max_nodes: int | None, idle_s: float | None, budget_per_hour: float | None, budget_usd: float | None,
+        boot_s: float | None, refuse_spot: str | None, adopt_s: float | None) -> None:
     """Plan, run WORKFLOW with JOB through Toil on plastic, print the outputs (JSON) and a report.
 
     Anything after `--` goes to toil-cwl-runner unchanged."""
@@ -64,6 +81,17 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
         raise click.UsageError("missing argument WORKFLOW (or --resume RUN_DIR)")
     if job is not None and str(job).startswith("-"):
         raise click.UsageError(f"unexpected option {job}: put toil-cwl-runner options after --")
+    elastic_given = [name for name, value in (("--max-nodes", max_nodes), ("--idle-seconds", idle_s),
+                                              ("--budget-per-hour", budget_per_hour), ("--budget-usd", budget_usd),
+                                              ("--boot-seconds", boot_s), ("--refuse-spot", refuse_spot))
+                     if value is not None]
+    if elastic_given and static:
+        raise click.UsageError(f"{', '.join(elastic_given)}: elastic options, not with --static")
+    if elastic_given and master:
+        raise click.UsageError(f"{', '.join(elastic_given)}: a cluster given with --master is static (plastic "
+                               f"creates nodes on its local cluster only)")
+    if elastic_given and resume_dir is not None:
+        raise click.UsageError(f"{', '.join(elastic_given)}: a resumed run keeps its own settings")
     console = Console(stderr=True)
     if not console.is_terminal:
         console = Console(stderr=True, width=160)  # a pipe or a file: no truncated columns
@@ -81,7 +109,9 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
     request = RunRequest(workflow=workflow, job=job, outdir=outdir, plan_path=plan_path, master=master,
                          redis_url=redis_url, report_path=report_path, run_dir=run_dir, catalog_path=catalog_path,
                          max_agents=max_agents, interrupt_rate=interrupt_rate, notice_seconds=notice_seconds,
-                         seed=seed, toil_args=toil_args, run_id=run_id)
+                         seed=seed, toil_args=toil_args, run_id=run_id, static=static, max_nodes=max_nodes,
+                         idle_s=60.0 if idle_s is None else idle_s, budget_per_hour=budget_per_hour,
+                         budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "")
     display = RichDisplay(console, quiet=quiet)
     result = execute(request, display,
                      on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))

@@ -95,6 +95,7 @@ class ElasticController:
         self.releases: list[_Release] = []
         self.cordoned: dict[str, float] = {}
         self.terminated: set[str] = set()
+        self.created: set[str] = set()  # nodes this controller asked for
         self.binding: set[str] = set()
 
     # ------------------------------------------------------------ entry point
@@ -108,6 +109,7 @@ class ElasticController:
                 req = self.requests.get(event.request)
                 if req is not None:
                     req.node_ids = tuple(event.node_ids)
+                    self.created.update(req.node_ids)
                     req.count = len(req.node_ids)  # fewer than asked: the provider says why (CreateRefused)
                     if not req.node_ids:
                         del self.requests[event.request]
@@ -151,8 +153,9 @@ class ElasticController:
                 continue
             self.seen[n.node_id] = n.state
             if n.state is NodeState.READY and before in (None, NodeState.PENDING):
+                ours = before is not None or n.node_id in self.created  # else: there before the controller
                 out.append(NodeReady(n.node_id, n.cluster, n.instance_type, str(n.market),
-                                     max(now - n.created_at, 0.0) if before is not None else 0.0))
+                                     max(now - n.created_at, 0.0) if ours else 0.0))
             elif (n.state in (NodeState.INTERRUPTED, NodeState.GONE) and n.node_id not in self.terminated
                   and not n.released and before is not None):
                 out.append(NodeInterrupted(n.node_id, n.cluster, n.instance_type, str(n.market), str(n.state)))

@@ -43,6 +43,11 @@ def _common_serve_options(f: Any) -> Any:
         click.option("--launcher-threads", type=click.IntRange(0, 64), default=0, hidden=True),
         click.option("--replace-after-seconds", type=click.FloatRange(min=0.0),
                      help="Replace a lost agent (interrupted or killed) by a new one after this delay."),
+        click.option("--boot-seconds", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+                     help="An agent created while the cluster runs (add-agent) registers this long after."),
+        click.option("--refuse-spot", default="",
+                     help="Emulate a spot capacity shortage: refuse spot agents of these instance types "
+                          "(comma-separated; * for every type)."),
     ]
     for opt in reversed(options):
         f = opt(f)
@@ -66,14 +71,15 @@ def _load_spec(cluster_file: str | None, plan_file: str | None, spec_file: str |
 def _options(port: int, workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
              interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
              update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
-             launcher_threads: int = 0) -> Any:
+             launcher_threads: int = 0, boot_seconds: float = 0.0, refuse_spot: str = "") -> Any:
     from plastic.local.cluster import Options
 
     return Options(port=port, workdir=Path(workdir).resolve() if workdir else None, heartbeat_s=heartbeat_seconds,
                    agent_ping_timeout_s=agent_ping_timeout_seconds, interrupt_rate_per_min=interrupt_rate,
                    interrupt_notice_s=interrupt_notice_seconds, seed=seed, update_retry_s=update_retry_seconds,
                    kill_grace_s=kill_grace_seconds, replace_after_s=replace_after_seconds,
-                   launcher_threads=launcher_threads)
+                   launcher_threads=launcher_threads, boot_s=boot_seconds,
+                   refuse_spot=tuple(t.strip() for t in refuse_spot.split(",") if t.strip()))
 
 
 @click.group("local")
@@ -88,7 +94,8 @@ def local_group() -> None:
 def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, port: int, workdir: str | None,
        heartbeat_seconds: float, agent_ping_timeout_seconds: float, interrupt_rate: float | None,
        interrupt_notice_seconds: float, seed: int | None, update_retry_seconds: float, kill_grace_seconds: float,
-       replace_after_seconds: float | None, launcher_threads: int, detach: bool, timeout: float) -> None:
+       replace_after_seconds: float | None, launcher_threads: int, boot_seconds: float, refuse_spot: str,
+       detach: bool, timeout: float) -> None:
     """Start a master on 127.0.0.1 with agents from CLUSTER.yaml or a plan."""
     spec, flag, source = _load_spec(cluster_file, plan_file, spec_file)
     if detach:
@@ -106,7 +113,8 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
                               state_file=str(state_file), heartbeat=heartbeat_seconds,
                               ping_timeout=agent_ping_timeout_seconds, interrupt_rate=interrupt_rate,
                               notice=interrupt_notice_seconds, seed=seed, update_retry=update_retry_seconds,
-                              kill_grace=kill_grace_seconds, replace_after=replace_after_seconds, parent_pid=None)
+                              kill_grace=kill_grace_seconds, replace_after=replace_after_seconds, parent_pid=None,
+                              boot=boot_seconds, refuse_spot=refuse_spot)
         try:
             _proc, doc = sup.spawn(args, state_file=state_file, log_file=wd / "cluster.log", timeout=timeout)
         except (RuntimeError, TimeoutError) as exc:
@@ -119,7 +127,7 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
 
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
                        interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
-                       replace_after_seconds, launcher_threads)
+                       replace_after_seconds, launcher_threads, boot_seconds, refuse_spot)
 
     def ready(cluster: Any, doc: dict[str, Any]) -> None:
         click.echo(f"local Mesos master at {doc['master_url']} (workdir {doc['workdir']}); Ctrl-C stops it")
@@ -145,8 +153,8 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
               workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
               interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
               update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
-              launcher_threads: int, state_file: str | None, parent_pid: int | None, remove_workdir: bool,
-              lease_file: str | None, lease_seconds: float) -> None:
+              launcher_threads: int, boot_seconds: float, refuse_spot: str, state_file: str | None,
+              parent_pid: int | None, remove_workdir: bool, lease_file: str | None, lease_seconds: float) -> None:
     """Serve a cluster in this process (used by --detach and by plastic.local.testing)."""
     import asyncio
 
@@ -155,7 +163,7 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
     spec, _, _ = _load_spec(cluster_file, plan_file, spec_file)
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
                        interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
-                       replace_after_seconds, launcher_threads)
+                       replace_after_seconds, launcher_threads, boot_seconds, refuse_spot)
     asyncio.run(serve(spec, options, state_file=Path(state_file) if state_file else None, parent_pid=parent_pid,
                       remove_workdir=remove_workdir, lease_file=Path(lease_file) if lease_file else None,
                       lease_seconds=lease_seconds if lease_file else None))
@@ -290,6 +298,55 @@ def kill_agent(agent_id: str, port: int, master: str | None) -> None:
     """Kill AGENT_ID (or its suffix, e.g. S1) at once, without notice; its tasks die with it."""
     doc = _request("POST", _master_url(port, master) + "/plastic/kill-agent", json={"agent_id": agent_id})
     click.echo(f"killed {doc['killed']}")
+
+
+@local_group.command("add-agent")
+@click.option("--cluster", "cluster_name", required=True, help="The cluster the agents join (an attribute).")
+@click.option("--cpus", type=click.FloatRange(min=0.0, min_open=True), required=True)
+@click.option("--ram-mib", type=click.FloatRange(min=0.0, min_open=True), required=True)
+@click.option("--preemptible", is_flag=True, help="Spot agents (they get an IMDS endpoint and can be interrupted).")
+@click.option("--instance-type", help="The instance type they stand for (an attribute).")
+@click.option("--count", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--boot-seconds", type=click.FloatRange(min=0.0),
+              help="They register this long after they are asked for (default: the cluster's --boot-seconds).")
+@_port_option
+@_master_option
+def add_agent(cluster_name: str, cpus: float, ram_mib: float, preemptible: bool, instance_type: str | None,
+              count: int, boot_seconds: float | None, port: int, master: str | None) -> None:
+    """Add agents to the running cluster, as new Mesos agents register; prints their ids."""
+    body: dict[str, Any] = {"cluster": cluster_name, "cpus": cpus, "ram_mib": ram_mib, "preemptible": preemptible,
+                            "instance_type": instance_type, "count": count}
+    if boot_seconds is not None:
+        body["boot_seconds"] = boot_seconds
+    doc = _control("POST", _master_url(port, master) + "/plastic/v1/agents", json=body)
+    for a in doc["agents"]:
+        click.echo(f"{a['agent_id']}  instance {a['instance_id']}  {a['state']}")
+
+
+@local_group.command("remove-agent")
+@click.argument("agent_id")
+@_port_option
+@_master_option
+def remove_agent(agent_id: str, port: int, master: str | None) -> None:
+    """Terminate AGENT_ID: it goes away like a terminated instance (its tasks are lost)."""
+    _control("DELETE", _master_url(port, master) + f"/plastic/v1/agents/{agent_id}")
+    click.echo(f"terminated {agent_id}")
+
+
+def _control(method: str, url: str, **kwargs: Any) -> Any:
+    """A control call; what the cluster refuses, or no cluster at all, is bad input (one line, exit 2)."""
+    import httpx
+
+    from plastic.core.errors import InputError
+
+    base = url.split("/plastic")[0]
+    try:
+        resp = httpx.request(method, url, timeout=10.0, **kwargs)
+    except httpx.HTTPError as exc:
+        raise InputError(f"no local cluster answers ({type(exc).__name__})", source=base) from None
+    if resp.status_code >= 400:
+        raise InputError(resp.text.strip() or f"HTTP {resp.status_code}", source=base)
+    return resp.json() if resp.content else {}
 
 
 def main() -> None:

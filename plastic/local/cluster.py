@@ -29,6 +29,7 @@ from plastic.local.agent import MARKER_ENV, AgentRuntime
 from plastic.local.config import AgentSpec, ClusterSpec
 from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
 from plastic.local.imds import InstanceMetadata
+from plastic.local.nodes import Node, agent_request, new_instance_id, node_doc
 from plastic.local.state import MasterState
 from plastic.mesos.recordio import encode
 
@@ -48,8 +49,14 @@ class Options:
     kill_grace_s: float = 3.0
     allocation_delay_s: float = 0.002
     replace_after_s: float | None = None  # a lost agent is replaced by a new one (new id) after this delay
+    boot_s: float = 0.0  # an agent created while the cluster runs registers this long after it is asked for
+    refuse_spot: tuple[str, ...] = ()  # instance types ("*": all) whose spot creations are refused (a shortage)
     launcher_threads: int = 0  # >0: fork/exec on a pool of threads (costs more CPU on 2 cores; see agent.py)
     workdir: Path | None = None  # None: the per-user default, keyed by the port actually bound
+
+
+class CapacityRefused(Exception):
+    """The cluster emulates a capacity shortage for what was asked (HTTP 409)."""
 
 
 class Stream:
@@ -101,6 +108,7 @@ class Cluster:
         self._alloc_scheduled = False
         self._background: set[asyncio.Task] = set()
         self.sandboxes: dict[tuple[str, str], str] = {}
+        self.nodes: dict[str, Node] = {}  # every agent ever, as a provider's node (plastic.local.nodes)
 
     @property
     def master_url(self) -> str:
@@ -131,6 +139,8 @@ class Cluster:
         self._base_env[MARKER_ENV] = self.cluster_id
         for spec in self.spec.agents:
             await self.add_agent(spec)
+        for agent_id, node in self.nodes.items():
+            node.state_since = now
         self.runner = web.AppRunner(make_app(self), handler_cancellation=True, access_log=None,
                                     shutdown_timeout=1.0)
         await self.runner.setup()
@@ -138,22 +148,79 @@ class Cluster:
         self._rearm()
         log.info("local master at %s with %d agents", self.master_url, len(self.agents))
 
-    async def add_agent(self, spec: AgentSpec) -> str:
-        """Register one more agent (at start, or replacing an interrupted one)."""
+    async def add_agent(self, spec: AgentSpec, *, agent_id: str | None = None, instance_id: str | None = None) -> str:
+        """Register one more agent (at start, replacing an interrupted one, or a node created while the
+        cluster runs, under the id reserved for it)."""
         assert self.state is not None and self.options.workdir is not None
-        instance_id = None
-        if spec.preemptible:  # an EC2-like instance id, advertised as the attribute instance_id
-            instance_id = "i-" + uuid.uuid4().hex[:17]
+        if spec.preemptible or instance_id:  # an EC2-like instance id, advertised as the attribute instance_id
+            instance_id = instance_id or new_instance_id()
             spec = replace(spec, attributes=(*(a for a in spec.attributes if a[0] != "instance_id"),
                                              ("instance_id", instance_id)))
         agent_sock = bind_socket(self.options.host, 0)
-        agent_id = self.state.add_agent(spec, port=agent_sock.getsockname()[1], now=time.time())
+        agent_id = self.state.add_agent(spec, port=agent_sock.getsockname()[1], now=time.time(), agent_id=agent_id)
+        if agent_id not in self.nodes:
+            market = "spot" if spec.preemptible else "on-demand"
+            self.nodes[agent_id] = Node(agent_id, spec, time.time(), instance_id, market=market,
+                                        state_since=time.time())
         self.agents[agent_id] = AgentRuntime(agent_id, self.options.workdir, self._on_status, base_env=self._base_env,
                                              launcher=self._launcher)
         await self._serve_agent(agent_id, agent_sock)
         if instance_id is not None:
             await self._serve_imds(agent_id, instance_id)
         return agent_id
+
+    # ================================================================ nodes created and terminated while running
+    def create_agents(self, body: Any) -> list[dict[str, Any]]:
+        """Agents asked for (POST /plastic/v1/agents): their ids at once, registered after the boot delay.
+        Raises RequestError for a wrong body, CapacityRefused for an emulated spot shortage."""
+        assert self.state is not None
+        request = agent_request(body, self.options.boot_s)
+        itype = request.specs[0].instance_type or "*"
+        if request.market == "spot" and ("*" in self.options.refuse_spot or itype in self.options.refuse_spot):
+            raise CapacityRefused(f"InsufficientInstanceCapacity: no spot capacity for {itype} (emulated)")
+        now = time.time()
+        out = []
+        for spec in request.specs:
+            agent_id = self.state.reserve_agent_id()
+            instance_id = new_instance_id()
+            self.nodes[agent_id] = Node(agent_id, spec, now, instance_id, dict(request.tags), request.market,
+                                        booted=False, state_since=now)
+            self._spawn(self._boot(agent_id, request.boot_s))
+            out.append({"agent_id": agent_id, "instance_id": instance_id, "state": "pending"})
+        log.info("%d %s agent(s) asked for in %s (%s); booting for %.1f s", len(out), request.market,
+                 request.specs[0].cluster, ", ".join(a["agent_id"] for a in out), request.boot_s)
+        return out
+
+    async def _boot(self, agent_id: str, boot_s: float) -> None:
+        await asyncio.sleep(boot_s)
+        node = self.nodes[agent_id]
+        if node.terminated_at is not None or self.shutdown_requested.is_set():
+            return
+        spec = node.spec  # a spot agent gets its random interruptions (--interrupt-rate) when it registers
+        await self.add_agent(spec, agent_id=agent_id, instance_id=node.instance_id)
+        node.booted = True
+        node.state_since = time.time()
+        log.info("agent %s (%s, %s) registered after booting", agent_id, spec.cluster, node.market)
+        self.apply([])  # offer it
+
+    def terminate_agent(self, agent_id: str) -> bool:
+        """Terminate a node (DELETE /plastic/v1/agents/ID): it goes away like a terminated instance.
+        False when no such node exists; terminating a gone one again is harmless."""
+        node = self.nodes.get(agent_id)
+        if node is None:
+            return False
+        if node.terminated_at is None:
+            node.terminated_at = time.time()
+            if node.booted:
+                self.kill_agent(agent_id, "terminated")
+            log.info("agent %s terminated", agent_id)
+        return True
+
+    def node_list(self) -> list[dict[str, Any]]:
+        assert self.state is not None
+        return [node_doc(n, self.state.agents.get(a), self.imds.get(a, (None, None))[1] if a in self.imds
+                         else getattr(self.state.agents.get(a), "imds_url", None))
+                for a, n in sorted(self.nodes.items(), key=lambda kv: kv[1].created_at)]
 
     async def _replace(self, spec: AgentSpec, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -311,7 +378,7 @@ class Cluster:
         if entry is not None:
             self._spawn(entry[0].cleanup())
         self.apply(self.state.agent_lost(agent_id, time.time(), cause))
-        if self.options.replace_after_s is not None:
+        if self.options.replace_after_s is not None and cause != "terminated":
             self._spawn(self._replace(self.state.agents[agent_id].spec, self.options.replace_after_s))
 
     def _spawn(self, coro: Any) -> None:

@@ -68,6 +68,8 @@ def make_app(cluster: Cluster) -> web.Application:
     app.router.add_post("/plastic/interrupt", plastic_interrupt)
     app.router.add_post("/plastic/kill-agent", plastic_kill_agent)
     app.router.add_post("/plastic/shutdown", plastic_shutdown)
+    app.router.add_route("*", "/plastic/v1/agents", plastic_agents)
+    app.router.add_route("*", "/plastic/v1/agents/{agent_id}", plastic_agent)
     return app
 
 
@@ -305,3 +307,36 @@ async def plastic_shutdown(request: web.Request) -> web.Response:
     cluster = _cluster(request)
     cluster.request_shutdown()
     return _json({"stopping": True})
+
+
+# ==================================================================== nodes (the local provider's calls)
+async def plastic_agents(request: web.Request) -> web.Response:
+    """GET: every node (agent) with its state; POST: create agents (plastic.local.nodes.agent_request)."""
+    from plastic.local.cluster import CapacityRefused
+    from plastic.local.nodes import RequestError
+
+    cluster = _cluster(request)
+    if request.method == "GET":
+        return _json({"agents": cluster.node_list()})
+    if request.method != "POST":
+        return _method_not_allowed(request)
+    try:
+        body = json.loads(await request.text() or "null")
+    except ValueError as exc:
+        return _error(400, f"the body is not JSON: {exc}")
+    try:
+        return _json({"agents": cluster.create_agents(body)})
+    except RequestError as exc:
+        return _error(400, str(exc))
+    except CapacityRefused as exc:
+        return _error(409, str(exc))
+
+
+async def plastic_agent(request: web.Request) -> web.Response:
+    """DELETE: terminate the node (its agent goes away like a terminated instance)."""
+    if request.method != "DELETE":
+        return _method_not_allowed(request)
+    agent_id = request.match_info["agent_id"]
+    if not _cluster(request).terminate_agent(agent_id):
+        return _error(404, f"no agent {agent_id} in this cluster")
+    return web.Response(status=202)

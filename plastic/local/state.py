@@ -59,6 +59,7 @@ class MasterState(OfferBook):
         self.rng = rng or random.Random()
         self.started = now
         self.agents: dict[str, Agent] = {}
+        self.next_index = 0  # of the next agent id (ids are never reused)
         self.frameworks: dict[str, Framework] = {}
         self.completed_frameworks: OrderedDict[str, Framework] = OrderedDict()
         # Every framework id this master removed (TEARDOWN, failover timeout): refused on SUBSCRIBE for the
@@ -118,9 +119,15 @@ class MasterState(OfferBook):
         return effects
 
     # ================================================================ agents
-    def add_agent(self, spec: AgentSpec, *, port: int, now: float) -> str:
-        index = len(self.agents)
-        agent_id = f"{self.master_id}-S{index}"
+    def reserve_agent_id(self) -> str:
+        """The id the next agent will register under (an agent created now that boots later keeps it)."""
+        index = self.next_index
+        self.next_index += 1
+        return f"{self.master_id}-S{index}"
+
+    def add_agent(self, spec: AgentSpec, *, port: int, now: float, agent_id: str | None = None) -> str:
+        agent_id = agent_id or self.reserve_agent_id()
+        index = int(agent_id.rsplit("-S", 1)[1])
         scalars = Resources.of(cpus=spec.cpus, mem=spec.mem_mib, disk=spec.disk_mib)
         total = Resources(scalars.scalars, {"ports": [spec.ports]} if spec.ports else None)
         self.agents[agent_id] = Agent(agent_id, index, spec, port, total, now)

@@ -195,7 +195,8 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
                heartbeat: float, ping_timeout: float, interrupt_rate: float | None, notice: float,
                seed: int | None, update_retry: float, kill_grace: float, parent_pid: int | None,
                replace_after: float | None = None, remove_workdir: bool = False, verbose: int = 0,
-               lease_file: str | None = None, lease_seconds: float | None = None) -> list[str]:
+               lease_file: str | None = None, lease_seconds: float | None = None, boot: float = 0.0,
+               refuse_spot: str = "") -> list[str]:
     """The command line of a serving child process."""
     args = [sys.executable, "-m", "plastic.local"]
     args += ["-v"] * verbose
@@ -218,6 +219,10 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
         args += ["--parent-pid", str(parent_pid)]
     if lease_file and lease_seconds:
         args += ["--lease-file", lease_file, "--lease-seconds", repr(lease_seconds)]
+    if boot:
+        args += ["--boot-seconds", repr(boot)]
+    if refuse_spot:
+        args += ["--refuse-spot", refuse_spot]
     return args
 
 

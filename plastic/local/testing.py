@@ -58,12 +58,17 @@ from typing import Any, Self
 
 import httpx
 
+from plastic.core.errors import PlasticError
 from plastic.local import supervisor as sup
 from plastic.local.config import ClusterSpec, coerce_spec
 
-__all__ = ["AgentInfo", "LocalCluster"]
+__all__ = ["AgentInfo", "LocalCluster", "LocalClusterError"]
 
 log = logging.getLogger(__name__)
+
+
+class LocalClusterError(PlasticError):
+    """The local cluster refused a control call, or does not answer."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ class LocalCluster:
                  replace_after_seconds: float | None = None,
                  workdir: str | os.PathLike[str] | None = None, start_timeout: float = 30.0,
                  verbose: int = 0, lease_file: str | os.PathLike[str] | None = None,
-                 lease_seconds: float | None = None):
+                 lease_seconds: float | None = None, boot_s: float = 0.0, refuse_spot: str = ""):
         self.spec: ClusterSpec = coerce_spec(spec_or_yaml)
         self.heartbeat_seconds = heartbeat_seconds
         self.agent_ping_timeout_seconds = agent_ping_timeout_seconds
@@ -105,6 +110,8 @@ class LocalCluster:
         self.workdir = Path(workdir) if workdir is not None else None
         self.lease_file = Path(lease_file) if lease_file is not None else None
         self.lease_seconds = lease_seconds if lease_file is not None else None
+        self.boot_s = boot_s
+        self.refuse_spot = refuse_spot
         self.master_url: str = ""
         self.port: int = 0
         self.pid: int | None = None
@@ -140,6 +147,34 @@ class LocalCluster:
         if self.lease_file is not None:
             self.touch_lease()
         return self
+
+    # ------------------------------------------------------------ nodes created and terminated while running
+    def add_agents(self, *, cluster: str, cpus: float, ram_mib: float, preemptible: bool = False,
+                   instance_type: str | None = None, count: int = 1, boot_s: float | None = None,
+                   tags: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """New agents (pending, registered after their boot delay): [{agent_id, instance_id, state}]."""
+        body: dict[str, Any] = {"cluster": cluster, "cpus": cpus, "ram_mib": ram_mib, "preemptible": preemptible,
+                                "instance_type": instance_type, "count": count, "tags": tags or {}}
+        if boot_s is not None:
+            body["boot_seconds"] = boot_s
+        return self._control("POST", "/plastic/v1/agents", json=body)["agents"]
+
+    def terminate_agent(self, agent_id: str) -> None:
+        self._control("DELETE", f"/plastic/v1/agents/{agent_id}")
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """Every agent the cluster ever had, with its node state (plastic.local.nodes)."""
+        return self._control("GET", "/plastic/v1/agents")["agents"]
+
+    def _control(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            resp = httpx.request(method, self.master_url + path, timeout=10.0, **kwargs)
+        except httpx.HTTPError as exc:
+            raise LocalClusterError(f"does not answer ({type(exc).__name__})", source=self.master_url) from None
+        if resp.status_code >= 400:
+            raise LocalClusterError(f"{method} {path}: HTTP {resp.status_code}: {resp.text.strip()}",
+                                    source=self.master_url)
+        return resp.json() if resp.content else {}
 
     def touch_lease(self) -> None:
         """Renew the lease (with lease_file): the cluster lives lease_seconds more."""
@@ -182,7 +217,7 @@ class LocalCluster:
                               parent_pid=None if self.lease_file is not None else os.getpid(),
                               remove_workdir=self._tmp is not None, verbose=self.verbose,
                               lease_file=None if self.lease_file is None else str(self.lease_file),
-                              lease_seconds=self.lease_seconds)
+                              lease_seconds=self.lease_seconds, boot=self.boot_s, refuse_spot=self.refuse_spot)
         deadline = time.monotonic() + self.start_timeout
         while True:
             try:

@@ -36,13 +36,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plastic.core.elastic import reliable_floor, starting_nodes
 from plastic.core.errors import InputError, PlanningError, RunFailedError
 from plastic.core.lifecycle import RunState
 from plastic.core.local_shape import LocalShape, local_shape
@@ -55,13 +55,13 @@ from plastic.fileio import write_atomically
 from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.events import EventFollower
 from plastic.run.toil_command import build_invocation
+from plastic.run.watchers import SpotWatchers
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5
+WATCHERS_EVERY_S = 2.0
 STOP_GRACE_S = 15.0
-WATCH_INTERVAL_S = 2.0
-WATCH_STOP_S = 5.0
 LEASE_S = 60.0
 FAILOVER_S = 300.0
 RUN_FILE = "run.json"
@@ -91,6 +91,34 @@ class RunRequest:
     notice_seconds: float = 120.0
     seed: int | None = None
     toil_args: tuple[str, ...] = ()
+    static: bool = False  # the plan's cluster, fixed (else elastic: it grows and shrinks with the work)
+    max_nodes: int | None = None  # elastic: live nodes at most (default: max_agents on a local cluster)
+    idle_s: float = 60.0
+    budget_per_hour: float | None = None
+    budget_usd: float | None = None
+    boot_s: float = 0.0  # local cluster: how long a new agent takes to boot
+    refuse_spot: str = ""  # local cluster: spot types it refuses to create (an emulated shortage; * = all)
+
+    @property
+    def elastic(self) -> bool:
+        """Elastic on a local cluster plastic starts (a given --master needs a provider of its own)."""
+        return not self.static and not self.master
+
+    def elastic_args(self, run_dir: Path, master: str) -> list[str]:
+        """The batch system's options for the elastic provisioner (plastic.framework.elastic_options)."""
+        if not self.elastic:
+            return []
+        args = ["--plasticProvider", "local", "--plasticProviderUrl", master, "--plasticPlan",
+                str(run_dir / "plan.json"), "--plasticIdleSeconds", f"{self.idle_s:g}",
+                "--plasticMaxNodes", str(self.max_nodes or self.max_agents),
+                "--plasticBootSeconds", f"{self.boot_s:g}"]
+        if self.catalog_path:
+            args += ["--plasticCatalog", str(Path(self.catalog_path).resolve())]
+        if self.budget_per_hour is not None:
+            args += ["--plasticBudgetPerHour", f"{self.budget_per_hour:g}"]
+        if self.budget_usd is not None:
+            args += ["--plasticBudgetUsd", f"{self.budget_usd:g}"]
+        return args
 
 
 @dataclass
@@ -143,6 +171,19 @@ def make_plan(request: RunRequest) -> Plan:
         raise
 
 
+def check_budget(request: RunRequest, plan: Plan) -> None:
+    """An hourly budget must pay for the reliable node the run cannot do without (InputError, exit 2)."""
+    if not request.elastic or request.budget_per_hour is None:
+        return
+    from plastic.catalogs import load_catalog
+    from plastic.core.model import node_shapes
+
+    floor = reliable_floor(plan.tasks, node_shapes(load_catalog(request.catalog_path)))
+    if floor is not None and request.budget_per_hour < floor.usd_per_hour:
+        raise InputError(f"{request.budget_per_hour:g} USD per hour is below one reliable node ({floor.name} "
+                         f"on demand at {floor.usd_per_hour:g} USD per hour)", field="--budget-per-hour")
+
+
 def machine_size() -> tuple[int, int]:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
@@ -171,34 +212,18 @@ def agent_spans(plan: Plan, catalog_path: str | None, local_agents: list[Any], e
     return price_agents({n.id: n for n in plan.nodes}, known, events, load_catalog(catalog_path))
 
 
-def start_watchers(agents: list[Any], redis_url: str, log_dir: Path) -> list[subprocess.Popen]:
-    """One `plastic agent-watch` per spot agent with an IMDS endpoint; logs in log_dir/AGENT.log."""
-    procs: list[subprocess.Popen] = []
-    for a in agents:
-        if not a.preemptible or not getattr(a, "imds_url", None):
-            continue
-        log_dir.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "plastic.watch", "-v", "--redis", redis_url, "--imds", a.imds_url,
-                "--agent-id", a.id, "--interval", f"{WATCH_INTERVAL_S:g}"]
-        with open(log_dir / f"{a.id}.log", "ab") as out:
-            procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=log_dir,
-                                          preexec_fn=die_with_parent()))  # noqa: PLW1509
-    return procs
-
-
-def stop_watchers(procs: list[subprocess.Popen], grace_s: float = WATCH_STOP_S) -> None:
-    """SIGTERM every watcher still running (they exit 0 at once), then wait; SIGKILL stragglers."""
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    for p in procs:
-        try:
-            p.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            log.warning("watcher %d did not stop within %.0f s; killing it", p.pid, grace_s)
-            p.kill()
-            p.wait()
+def follow_new_agents(cluster: Any) -> None:
+    """Every few seconds, a notice watcher for each spot agent an elastic cluster gained (best effort)."""
+    watchers = getattr(cluster, "watchers", None)
+    if watchers is None or time.monotonic() - watchers.looked_at < WATCHERS_EVERY_S:
+        return
+    watchers.looked_at = time.monotonic()
+    try:
+        nodes = cluster.nodes()
+    except Exception as exc:  # the cluster is busy or going away: next time
+        log.debug("could not list the local cluster's nodes: %s", exc)
+        return
+    watchers.add([n for n in nodes if n.get("state") == "ready"])
 
 
 def _last_error_line(log_path: Path) -> str:
@@ -228,6 +253,7 @@ def execute(request: RunRequest, display: Display | None = None,
     if request.job is not None and not request.job.is_file():
         raise InputError("no such file", source=str(request.job))
     plan = make_plan(request)
+    check_budget(request, plan)
     run_id = request.run_id or new_run_id()
     from plastic.store.keys import check_run_id
 
@@ -255,7 +281,10 @@ def execute(request: RunRequest, display: Display | None = None,
         "report_path": None if request.report_path is None else str(request.report_path.resolve()),
         "catalog_path": request.catalog_path, "max_agents": request.max_agents,
         "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
-        "toil_args": list(request.toil_args), "started_at": time.time()}, indent=2) + "\n")
+        "toil_args": list(request.toil_args), "started_at": time.time(), "static": request.static,
+        "max_nodes": request.max_nodes, "idle_s": request.idle_s, "budget_per_hour": request.budget_per_hour,
+        "budget_usd": request.budget_usd, "boot_s": request.boot_s, "refuse_spot": request.refuse_spot},
+        indent=2) + "\n")
     notes: list[str] = []
     cleanups: list[Callable[[], None]] = []
     try:
@@ -314,22 +343,30 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
             cluster = None
     if cluster is None:
         cpus, ram = machine_size()
-        shape = local_shape(plan.nodes, machine_vcpus=cpus, machine_ram_mib=ram, max_agents=request.max_agents)
+        nodes = starting_nodes(plan.nodes, plan.tasks) if request.elastic else plan.nodes
+        shape = local_shape(nodes, machine_vcpus=cpus, machine_ram_mib=ram, max_agents=request.max_agents)
+        if request.elastic:
+            notes.append(f"elastic cluster: starts with {len(shape.nodes)} of the plan's {len(plan.nodes)} node(s) "
+                         f"(the on-demand ones and the first wave's) and grows with the queued work")
         notes.extend(shape.notes)
         cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_seconds=5.0,
                                interrupt_rate=request.interrupt_rate,
                                interrupt_notice_seconds=request.notice_seconds, seed=request.seed,
-                               lease_file=lease, lease_seconds=LEASE_S)
+                               lease_file=lease, lease_seconds=LEASE_S, boot_s=request.boot_s,
+                               refuse_spot=request.refuse_spot)
         cluster.start()
         write_atomically(run_dir / CLUSTER_FILE, json.dumps({"workdir": str(cluster.workdir), "pid": cluster.pid,
                                                              "master_url": cluster.master_url}) + "\n")
     cleanups.append(cluster.stop)
     master = cluster.master_url
     local_agents = list(cluster.agents)
-    watchers = start_watchers(local_agents, redis_url, run_dir / "watch")
-    cleanups.append(lambda: stop_watchers(watchers))
-    if watchers:
-        display.note(f"{len(watchers)} spot-notice watcher(s) on the spot agents' IMDS")
+    watchers = SpotWatchers(redis_url, run_dir / "watch")
+    started = watchers.add(local_agents)
+    cleanups.append(watchers.stop)
+    if started:
+        display.note(f"{started} spot-notice watcher(s) on the spot agents' IMDS")
+    if request.elastic:
+        cluster.watchers = watchers  # new spot agents get theirs as they come (follow_new_agents)
     display.note(f"local cluster at {master}: " + ", ".join(
         f"{c} x{sum(1 for a in local_agents if a.cluster == c)}"
         for c in dict.fromkeys(a.cluster for a in local_agents)))
@@ -346,7 +383,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
     cleanups: list[Callable[[], None]] = []
     try:
         request.outdir.mkdir(parents=True, exist_ok=True)
-        extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}"]
+        extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}", *request.elastic_args(run_dir, master)]
         if restart:
             extra.append("--restart")
             if adopt_s is not None:
@@ -381,6 +418,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 while proc.poll() is None:
                     if lease is not None:
                         lease.touch_lease()
+                        follow_new_agents(lease)
                     for ev in follower.poll(block_ms=int(POLL_S * 1000)):
                         events.append(ev)
                         progress.apply(ev)
@@ -442,7 +480,10 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                          run_dir=run_dir, run_id=run_id, catalog_path=saved.get("catalog_path"),
                          max_agents=int(saved.get("max_agents") or 8), interrupt_rate=saved.get("interrupt_rate"),
                          notice_seconds=float(saved.get("notice_seconds") or 120.0), seed=saved.get("seed"),
-                         toil_args=tuple(saved.get("toil_args") or ()))
+                         toil_args=tuple(saved.get("toil_args") or ()), static=bool(saved.get("static", True)),
+                         max_nodes=saved.get("max_nodes"), idle_s=float(saved.get("idle_s") or 60.0),
+                         budget_per_hour=saved.get("budget_per_hour"), budget_usd=saved.get("budget_usd"),
+                         boot_s=float(saved.get("boot_s") or 0.0), refuse_spot=str(saved.get("refuse_spot") or ""))
     cleanups: list[Callable[[], None]] = []
     try:
         store, url = _open_store(request.redis_url, run_dir, cleanups)
