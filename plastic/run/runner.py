@@ -223,7 +223,7 @@ def follow_new_agents(cluster: Any) -> None:
     except Exception as exc:  # the cluster is busy or going away: next time
         log.debug("could not list the local cluster's nodes: %s", exc)
         return
-    watchers.add([n for n in nodes if n.get("state") == "ready"])
+    watchers.add([n for n in nodes if n.get("state") in ("ready", "draining")])  # draining: a notice is up
 
 
 def _last_error_line(log_path: Path) -> str:

@@ -174,6 +174,15 @@ class Result:
         path = self.run.run_dir / "watch" / f"{agent_id}.log"
         return path.read_text() if path.exists() else ""
 
+    def watching_since(self, agent_id: str) -> float:
+        """When the run's watcher of the agent started watching (epoch s; inf when it never did)."""
+        import datetime
+
+        for line in self.watch_log(agent_id).splitlines():
+            if "watching agent" in line:
+                return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()  # local time
+        return float("inf")
+
     def check_outputs(self, items: list[int]) -> None:
         """The merged lines are exactly f(i) for every item, in order, and the checksum is theirs."""
         merged = Path(self.outputs["merged"]["path"]).read_text()
@@ -243,7 +252,9 @@ class Result:
         assert not phantoms, (f"jobs {sorted(phantoms)} had finished in a killed attempt and were relaunched")
 
     def lost_spot_agents(self) -> set[str]:
-        return {d["agent_id"] for d in self.of("agent_lost")}
+        """Agents the run lost (not those the elastic controller released)."""
+        released = {d["node_id"] for d in self.of("node_released")}
+        return {d["agent_id"] for d in self.of("agent_lost")} - released
 
     def cluster_figures(self) -> dict[str, dict[str, Any]]:
         return {c["name"]: c for c in self.report["clusters"]}

@@ -63,11 +63,12 @@ def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
     for agent in noticed:  # the run's own watcher saw it and published it once
         log = res.watch_log(agent)
         assert log.count("published the terminate notice") == 1, log
-        assert res.cluster_of(agent) == "burst"
-    # each interruption scheduled well before the end was noticed in time (2 s polling, 5 s window)
+        assert res.agents[agent]["preemptible"]  # a spot agent (the plan's burst, or one the run added)
+    # each interruption scheduled well before the end, on an agent whose watcher was up by then, was noticed
+    # in time (2 s polling, 5 s window); an elastic cluster's new agents get their watcher a few seconds late
     for agent, at in scheduled.items():
-        if at < r["ended_at"] - NOTICE_S:
-            (n,) = res.of("notice", agent_id=agent)
+        if at < r["ended_at"] - NOTICE_S and res.watching_since(agent) <= at:
+            (n,) = res.of("notice", agent_id=agent, notice_kind="terminate")  # (a rebalance may come too)
             assert 0 < n["window_s"] <= NOTICE_S and n["t"] - at < 5.0, (n, at)
     # what was killed at a notice was on a noticed agent, requeued once, and counted as a preemption
     for kill in res.of("drain_kill"):
@@ -76,14 +77,16 @@ def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
             ["notice_kill"], kill
     assert all(q["agent_id"] in noticed | res.lost_spot_agents() for q in res.of("requeue"))
     assert r["drain_kills"] >= 1 and r["preemptions"] == r["requeues"] >= r["drain_kills"], r
-    burst = res.cluster_figures()["burst"]
-    assert burst["agents_lost"] == len(res.lost_spot_agents()) <= len(scheduled), (burst, scheduled)
+    spot = [c for c in res.cluster_figures().values() if c["preemptible"]]
+    assert sum(c["agents_lost"] for c in spot) == len(res.lost_spot_agents()) <= len(scheduled), (spot, scheduled)
     assert res.cluster_figures()["core"]["agents_lost"] == 0
     res.assert_no_relaunched_finished_jobs(phantoms)
 
 
 def test_every_burst_agent_interrupted(tmp_path, chaos_job, chaos_plan):
-    run = ChaosRun(tmp_path, chaos_job, chaos_plan)
+    """On a static cluster (an elastic one replaces them: tests/run/test_elastic_e2e.py), the reliable node
+    finishes the work when every spot agent is gone."""
+    run = ChaosRun(tmp_path, chaos_job, chaos_plan, "--static")
     try:
         # once a dozen tasks are done and the burst agents are busy, interrupt the whole burst cluster
         run.wait_for("most tasks finished", lambda: run.finished_count() >= INTERRUPT_ALL_AFTER)

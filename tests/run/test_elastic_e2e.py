@@ -1,0 +1,126 @@
+"""The elastic cluster end to end: `plastic run` on its local cluster grows, replaces, releases and
+stops at its limits, checked on the outputs, the decisions log, the report and the run's Redis."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plastic.store import Store, start_embedded
+from tests.chaos.harness import ChaosRun
+from tests.clirun import REPO, assert_replays, read_decisions
+from tests.run.test_run_e2e import check_outputs, plastic_run
+
+pytest.importorskip("toil")
+
+pytestmark = pytest.mark.toil_e2e
+
+FAST = ("--", "--plasticElasticEverySeconds", "1")  # the controller looks every second (default 5)
+
+
+def decisions(tmp_path: Path, kind: str) -> list[dict]:
+    return [d for d in read_decisions(tmp_path / "run") if d["kind"] == kind]
+
+
+def redis_states(run_dir: Path) -> tuple[str, set[str]]:
+    server = start_embedded(run_dir / "redis")
+    try:
+        client = server.client()
+        store = Store(client)
+        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+        run = store.get_run(run_id)
+        states = {str(t.state) for t in store.get_tasks(run_id)}
+        client.close()
+        return str(run.state), states
+    finally:
+        server.stop()
+
+
+def test_a_dynamic_width_scatter_gets_spot_nodes_and_finishes(tmp_path):
+    """`plastic plan` assumes width 1 (one core node); the run meets the real width (12) with spot nodes."""
+    res = plastic_run(tmp_path, "dynamic-scatter", *FAST)
+    check_outputs(res, tmp_path, "dynamic-scatter")
+    requested = decisions(tmp_path, "node_requested")
+    assert requested and requested[0]["reason"] == "queued_work" and requested[0]["market"] == "spot"
+    created = {n for d in decisions(tmp_path, "node_created") for n in d["node_ids"]}
+    placed_on_new = [d for d in decisions(tmp_path, "placed") if d["agent_id"] in created]
+    assert placed_on_new and all(d["preemptible"] for d in placed_on_new)
+    report = json.loads((tmp_path / "report.json").read_text())
+    spot = [c for c in report["clusters"] if c["preemptible"]]
+    assert spot and max(c["peak_nodes"] for c in spot) >= 1 and report["cost_usd"] < report["on_demand_cost_usd"]
+    assert [e["event"] for e in report["node_timeline"]][:1] and any(
+        e["event"] == "requested" for e in report["node_timeline"])
+    assert report["tasks"] == report["tasks_finished"] == 14  # split, 12 sorts, merge
+    run_state, task_states = redis_states(tmp_path / "run")
+    assert run_state == "SUCCEEDED" and task_states == {"FINISHED"}
+    assert_replays(tmp_path / "run")
+
+
+def test_interrupted_spot_nodes_are_replaced_and_idle_nodes_released(tmp_path):
+    job = tmp_path / "job.yml"
+    job.write_text("items: [" + ", ".join(str(i) for i in range(1, 31)) + "]\nseconds: 3\n")
+    plan = REPO / "tests" / "chaos" / "data" / "square-sum" / "plan.json"
+    run = ChaosRun(tmp_path, job, plan, "--idle-seconds", "2", "--max-nodes", "6", "--notice-seconds", "3",
+                   "--", "--plasticElasticEverySeconds", "1")
+    try:
+        run.wait_for("a few finished tasks", lambda: run.finished_count() >= 4)
+        run.wait_for("a busy burst agent", run.busy_spot_agent)
+        hit = run.interrupt(cluster="burst", notice_seconds=3)
+        res = run.finish()
+    finally:
+        run.stop()
+    res.check_outputs(list(range(1, 31)))
+    interrupted = {i["agent_id"] for i in hit}
+    lost = [d for d in res.of("node_interrupted") if d["node_id"] in interrupted]
+    assert lost, res.of("node_interrupted")
+    first_loss = min(d["t"] for d in res.decisions if d["kind"] == "node_interrupted")
+    after = [d for d in res.of("node_requested") if d["t"] >= first_loss and d["market"] == "spot"]
+    assert after and after[0]["reason"] == "replace", res.of("node_requested")
+    replacements = {n for d in res.of("node_created") if d["t"] >= after[0]["t"] for n in d["node_ids"]}
+    assert any(p["agent_id"] in replacements for p in res.of("placed")), "a replacement took work"
+    released = res.of("node_released")
+    assert released and min(d["t"] for d in released) < res.report["ended_at"], "an idle node went before the end"
+    assert all(r["node_id"] not in {p["agent_id"] for p in res.of("placed") if p["t"] > r["t"]} for r in released)
+    for cordon in res.of("node_cordoned"):  # once cordoned (idle), a node never takes a task again
+        assert not [p for p in res.of("placed", agent_id=cordon["node_id"]) if p["t"] > cordon["t"]], cordon
+    assert_replays(tmp_path / "run")
+
+
+def test_the_whole_run_budget_stops_growth_and_says_so_once(tmp_path):
+    res = plastic_run(tmp_path, "dynamic-scatter", "--budget-usd", "0.0005", *FAST)
+    check_outputs(res, tmp_path, "dynamic-scatter")  # the core node runs everything
+    (stopped,) = decisions(tmp_path, "growth_stopped")
+    assert stopped["limit"] == "budget_usd" and stopped["waiting_tasks"] >= 1
+    assert not decisions(tmp_path, "node_requested")
+
+
+def test_a_provider_that_refuses_spot_falls_back_to_on_demand(tmp_path):
+    res = plastic_run(tmp_path, "dynamic-scatter", "--refuse-spot", "*", *FAST)
+    check_outputs(res, tmp_path, "dynamic-scatter")
+    refused = decisions(tmp_path, "create_refused")
+    assert refused and all(r["market"] == "spot" and "InsufficientInstanceCapacity" in r["reason"] for r in refused)
+    requested = decisions(tmp_path, "node_requested")
+    assert requested[-1]["market"] == "on-demand", requested
+    assert len({(r["instance_type"], r["market"]) for r in requested if r["market"] == "spot"}) >= 2  # next shape
+
+
+@pytest.mark.parametrize(("args", "names"), [
+    (("--idle-seconds", "0"), "--idle-seconds"),
+    (("--max-nodes", "0"), "--max-nodes"),
+    (("--budget-per-hour", "-1"), "--budget-per-hour"),
+    (("--budget-usd", "0"), "--budget-usd"),
+    (("--static", "--max-nodes", "3"), "--max-nodes"),
+    (("--budget-per-hour", "0.01"), "below one reliable node"),
+])
+def test_bad_elastic_options_are_one_line_and_exit_2(tmp_path, args, names):
+    wf = REPO / "cwl-examples" / "dynamic-scatter" / "dynamic-scatter.cwl"
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(wf), str(wf.with_name("job.yml")),
+                          "--run-dir", str(tmp_path / "run"), *args], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and names in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "run").exists()
