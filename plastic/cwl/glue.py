@@ -150,7 +150,6 @@ def display_path(location: str) -> str:
 def load_process(path: str) -> Process:
     """Load, validate and update a CWL document with cwltool."""
     from cwltool.load_tool import load_tool
-
     from schema_salad.ref_resolver import file_uri
 
     file_part, _, fragment = path.partition("#")  # "packed.cwl#tool" picks one process

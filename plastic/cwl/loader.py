@@ -32,28 +32,19 @@ from typing import Any
 
 from plastic.core.errors import PlasticError, WorkflowError
 from plastic.core.model import Preempt, TaskSpec, Workload
+from plastic.cwl.steps import (  # where a value came from, one copy of a step: shared with plastic.cwl.walk
+    NO_JOB_ORDER,
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC,
+    SOURCE_INFERRED,
+    SOURCE_RESOURCE_REQUIREMENT,
+    StepInstance,
+)
 
 log = logging.getLogger(__name__)
 
-SOURCE_RESOURCE_REQUIREMENT = "ResourceRequirement"
-SOURCE_DEFAULT = "default"
-SOURCE_DYNAMIC = "dynamic"
-SOURCE_INFERRED = "inferred"
-
-NO_JOB_ORDER = "no job order was given"
-
-
-@dataclass(frozen=True)
-class StepInstance:
-    """One scheduled copy of a step (one scatter element).
-
-    `scope` lists, outermost first, the scattered steps (flattened ids) this
-    copy belongs to and its element index in each.
-    """
-
-    scope: tuple[tuple[str, int], ...]
-    vcpus: int
-    ram_mib: int
+__all__ = ["NO_JOB_ORDER", "SOURCE_DEFAULT", "SOURCE_DYNAMIC", "SOURCE_INFERRED", "SOURCE_RESOURCE_REQUIREMENT",
+           "CwlWorkflow", "StepInstance", "StepRow", "load_cwl"]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from plastic.core.annotations import (
     parse_use_preemptible,
 )
 from plastic.core.model import Preempt
-
 from plastic.cwl.glue import display_path
 
 SOURCE_HINT = "hint"

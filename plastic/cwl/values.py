@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from plastic.core.errors import WorkflowError
-
 from plastic.cwl.glue import display_path, to_workflow_error
 
 
@@ -134,7 +133,12 @@ def load_job_order(job_path: str, process: Any) -> dict[str, Any]:
     from cwltool.load_tool import jobloader_id_name, jobloaderctx
     from cwltool.process import add_sizes, fill_in_defaults, shortname
     from cwltool.stdfsaccess import StdFsAccess
-    from cwltool.utils import normalizeFilesDirs, path_to_loc, visit_files, visit_files_directories
+    from cwltool.utils import (
+        normalizeFilesDirs,
+        path_to_loc,
+        visit_files,
+        visit_files_directories,
+    )
     from schema_salad.ref_resolver import Loader, file_uri
     from schema_salad.validate import validate_ex
 

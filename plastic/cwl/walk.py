@@ -1,7 +1,7 @@
 """Walk cwltool's loaded Process objects: flatten subworkflows, expand scatters,
 evaluate what can be evaluated before run time, and resolve every step.
 
-Used by plastic.cwl.loader; imports cwltool, so it is loaded lazily.
+Used by plastic.cwl.loader (it yields plastic.cwl.steps values); imports cwltool, so it is loaded lazily.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from cwltool.utils import aslist
 from plastic.core.errors import PlasticError, WorkflowError
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt
 from plastic.cwl.glue import display_path, to_workflow_error
-from plastic.cwl.loader import (
+from plastic.cwl.resolve import Level, Resolved, resolve_annotations
+from plastic.cwl.steps import (
     NO_JOB_ORDER,
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC,
@@ -32,7 +33,6 @@ from plastic.cwl.loader import (
     SOURCE_RESOURCE_REQUIREMENT,
     StepInstance,
 )
-from plastic.cwl.resolve import Level, Resolved, resolve_annotations
 from plastic.cwl.values import (
     Unknown,
     first_unknown,
@@ -181,7 +181,8 @@ class Walker:
                     width_dynamic = True
                     if not phantom:
                         self.note(f"Step '{flat}': the scatter width is known only at run time "
-                                  f"({result.reason}); assumed {self.width_assumption}.")
+                                  f"({result.reason}); assumed {self.width_assumption}: an elastic `plastic run` "
+                                  f"grows the cluster for the width it finds.")
                     element = dict(io)
                     for sid in scatter:
                         element[sid] = Unknown(result.reason)

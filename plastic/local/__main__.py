@@ -1,6 +1,6 @@
 """`python -m plastic.local ...`: the `plastic local` commands without the rest of the CLI."""
 
-from plastic.local.cli import main
+from plastic.cli.local import main
 
 if __name__ == "__main__":
     main()

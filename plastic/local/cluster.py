@@ -11,7 +11,6 @@ exits becomes one OFFERS event covering every agent.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import socket
@@ -29,9 +28,15 @@ from plastic.local.agent import MARKER_ENV, AgentRuntime
 from plastic.local.config import AgentSpec, ClusterSpec
 from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
 from plastic.local.imds import InstanceMetadata
-from plastic.local.nodes import Node, agent_request, new_instance_id, node_doc
+from plastic.local.nodes import (
+    CapacityRefused,
+    Node,
+    agent_request,
+    new_instance_id,
+    node_doc,
+)
 from plastic.local.state import MasterState
-from plastic.mesos.recordio import encode
+from plastic.local.streams import Stream, frame
 
 log = logging.getLogger(__name__)
 
@@ -53,24 +58,6 @@ class Options:
     refuse_spot: tuple[str, ...] = ()  # instance types ("*": all) whose spot creations are refused (a shortage)
     launcher_threads: int = 0  # >0: fork/exec on a pool of threads (costs more CPU on 2 cores; see agent.py)
     workdir: Path | None = None  # None: the per-user default, keyed by the port actually bound
-
-
-class CapacityRefused(Exception):
-    """The cluster emulates a capacity shortage for what was asked (HTTP 409)."""
-
-
-class Stream:
-    """One open SUBSCRIBE response: events are queued and written one RecordIO record per chunk."""
-
-    def __init__(self, stream_id: str):
-        self.stream_id = stream_id
-        self.queue: deque[bytes | None] = deque()
-        self.wakeup = asyncio.Event()
-        self.ended = False
-
-    def push(self, record: bytes | None) -> None:
-        self.queue.append(record)
-        self.wakeup.set()
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -433,8 +420,3 @@ class Cluster:
             "interruptions": [{"agent_id": a.id, "notice_time": a.notice_time, "rebalance_time": a.rebalance_time}
                               for a in st.agents.values() if a.notice_time or a.rebalance_time],
         }
-
-
-def frame(event: dict[str, Any]) -> bytes:
-    """One event as one RecordIO record of compact JSON, as a real master writes it."""
-    return encode(json.dumps(event, separators=(",", ":")).encode())

@@ -18,15 +18,15 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from plastic.local import calls, views
 from plastic.local import protocol as P
+from plastic.local.streams import Stream, frame
 
-if TYPE_CHECKING:
-    from plastic.local.cluster import Cluster
+Cluster = Any  # plastic.local.cluster.Cluster (not imported: the cluster imports this module)
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +105,6 @@ async def scheduler(request: web.Request) -> web.StreamResponse:
 
 
 async def _subscribe(request: web.Request, cluster: Cluster, call: dict[str, Any]) -> web.StreamResponse:
-    from plastic.local.cluster import Stream
-
     state = cluster.state
     assert state is not None
     stream_id = str(uuid.uuid4())
@@ -143,8 +141,6 @@ async def _subscribe(request: web.Request, cluster: Cluster, call: dict[str, Any
 
 
 async def _heartbeats(stream: Any, interval: float) -> None:
-    from plastic.local.cluster import frame
-
     record = frame(P.heartbeat_event())
     while not stream.ended:
         await asyncio.sleep(interval)
@@ -205,8 +201,6 @@ async def operator(request: web.Request) -> web.Response:
 
 
 def _version_info() -> dict[str, Any]:
-    from plastic.local.cluster import Cluster  # noqa: F401 - keeps the import graph honest
-
     return {"build_date": "2026-01-01 00:00:00", "build_time": BUILD_TIME, "build_user": "",
             "version": P.MESOS_VERSION}
 
@@ -312,8 +306,7 @@ async def plastic_shutdown(request: web.Request) -> web.Response:
 # ==================================================================== nodes (the local provider's calls)
 async def plastic_agents(request: web.Request) -> web.Response:
     """GET: every node (agent) with its state; POST: create agents (plastic.local.nodes.agent_request)."""
-    from plastic.local.cluster import CapacityRefused
-    from plastic.local.nodes import RequestError
+    from plastic.local.nodes import CapacityRefused, RequestError
 
     cluster = _cluster(request)
     if request.method == "GET":

@@ -23,6 +23,10 @@ MAX_COUNT = 64
 INTERRUPTION_CAUSE = "spot interruption"
 
 
+class CapacityRefused(Exception):
+    """The cluster emulates a capacity shortage for what was asked (HTTP 409)."""
+
+
 class RequestError(ValueError):
     """A creation request the cluster refuses (its message names the field)."""
 

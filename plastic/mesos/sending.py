@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plastic.mesos import calls
-from plastic.mesos.connection import JSON_HEADERS, SCHEDULER_PATH, KeepAliveClient, error_for_status, post
+from plastic.mesos.connection import (
+    JSON_HEADERS,
+    SCHEDULER_PATH,
+    KeepAliveClient,
+    error_for_status,
+    post,
+)
 from plastic.mesos.errors import (
     DriverNotRunningError,
     DriverQueueFullError,

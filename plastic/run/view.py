@@ -18,10 +18,12 @@ PLAIN_EVERY_S = 5.0
 
 def progress_table(progress: Progress, total_hint: int, elapsed_s: float) -> Group:
     table = Table(title=None, expand=False, pad_edge=False)
-    for name, justify in (("cluster", "left"), ("running", "right"), ("finished", "right"), ("failed", "right")):
+    for name, justify in (("cluster", "left"), ("nodes", "right"), ("booting", "right"), ("running", "right"),
+                          ("finished", "right"), ("failed", "right")):
         table.add_column(name, justify=justify)
     for name, c in sorted(progress.clusters.items()):
-        table.add_row(name, str(c.running), str(c.finished), str(c.failed))
+        table.add_row(name, str(c.nodes), str(c.booting) if c.booting else "-", str(c.running), str(c.finished),
+                      str(c.failed))
     head = Text(f"{elapsed_s:6.1f} s  queued {len(progress.queued)}  running {progress.running}  "
                 f"finished {progress.finished}  failed {progress.failed}  requeues {progress.requeues}  "
                 f"notices {progress.notices}  (plan: {total_hint} tasks)")
@@ -63,8 +65,11 @@ class RichDisplay(Display):
         if self.live is not None:
             self.live.update(progress_table(progress, self.total, elapsed))
             return
+        nodes = sum(c.nodes for c in progress.clusters.values())
+        booting = sum(c.booting for c in progress.clusters.values())
         line = (f"queued {len(progress.queued)} running {progress.running} finished {progress.finished} "
-                f"failed {progress.failed} requeues {progress.requeues} notices {progress.notices}")
+                f"failed {progress.failed} requeues {progress.requeues} notices {progress.notices} "
+                f"nodes {nodes}" + (f" (+{booting} booting)" if booting else ""))
         if line != self.last_plain and time.monotonic() - self.last_plain_at >= PLAIN_EVERY_S:
             self.console.print(f"plastic: {elapsed:.0f} s: {line}", highlight=False)
             self.last_plain, self.last_plain_at = line, time.monotonic()
@@ -78,13 +83,13 @@ class RichDisplay(Display):
 def report_table(report: RunReport) -> Group:
     table = Table(title=f"plastic run {report.run_id}: {report.outcome}", expand=False)
     for name, justify in (("cluster", "left"), ("market", "left"), ("type", "left"), ("agents", "right"),
-                          ("lost", "right"), ("agent-h", "right"), ("placed", "right"), ("done", "right"),
-                          ("USD", "right"), ("USD on-demand", "right")):
+                          ("peak", "right"), ("released", "right"), ("lost", "right"), ("agent-h", "right"),
+                          ("placed", "right"), ("done", "right"), ("USD", "right"), ("USD on-demand", "right")):
         table.add_column(name, justify=justify)
     for c in report.clusters:
         table.add_row(c.name, "spot" if c.preemptible else "on-demand", c.instance_type or "-", str(c.agents),
-                      str(c.agents_lost), f"{c.agent_hours:.4f}", str(c.placements), str(c.tasks_finished),
-                      f"{c.cost_usd:.6f}", f"{c.on_demand_cost_usd:.6f}")
+                      str(c.peak_nodes), str(c.nodes_released), str(c.agents_lost), f"{c.agent_hours:.4f}",
+                      str(c.placements), str(c.tasks_finished), f"{c.cost_usd:.6f}", f"{c.on_demand_cost_usd:.6f}")
     lines = [
         (f"makespan {report.makespan_s:.1f} s; tasks {report.tasks} (finished {report.tasks_finished}, "
         f"failed {report.tasks_failed}); attempts {report.attempts}"),
@@ -95,6 +100,14 @@ def report_table(report: RunReport) -> Group:
         f"estimated cost {report.cost_usd:.6f} USD; all on-demand {report.on_demand_cost_usd:.6f} USD"
         + (f" (saved {report.savings:.1%})" if report.on_demand_cost_usd > 0 else ""),
     ]
+    timeline = report.node_timeline
+    if timeline:
+        asked = sum(int(e.get("count") or 0) for e in timeline if e["event"] == "requested")
+        lines.append(f"elastic cluster: {asked} node(s) asked for, "
+                     f"{sum(1 for e in timeline if e['event'] == 'released')} released when idle, "
+                     f"{sum(1 for e in timeline if e['event'] == 'interrupted')} lost, "
+                     f"{sum(1 for e in timeline if e['event'] == 'create_refused')} creation(s) refused"
+                     + "".join(f"; growth stopped by {e.get('limit')}" for e in timeline if e["event"] == "growth_stopped"))
     if report.orphans_adopted or report.orphans_killed:
         lines.append(f"resume: the killed run's running tasks adopted {report.orphans_adopted}, "
                      f"killed and run again {report.orphans_killed}")

@@ -2,5 +2,5 @@
 
 - `imds`: the instance metadata client (IMDSv2 tokens, v1 fallback) and the notice documents' parsing.
 - `watcher`: `AgentWatcher`, the polling loop that publishes each notice once.
-- the command itself: plastic.cli_watch (also `python -m plastic.watch`).
+- the command itself: plastic.cli.watch (also `python -m plastic.watch`).
 """

@@ -1,7 +1,7 @@
-"""`python -m plastic.watch ...`: the same command as `plastic agent-watch` (plastic.cli_watch)."""
+"""`python -m plastic.watch ...`: the same command as `plastic agent-watch` (plastic.cli.watch)."""
 
-from plastic.cli_errors import run_command
-from plastic.cli_watch import agent_watch
+from plastic.cli.errors import run_command
+from plastic.cli.watch import agent_watch
 
 if __name__ == "__main__":
     run_command(agent_watch)

@@ -1,7 +1,7 @@
 """`plastic sqs-watch` / `sqs-setup`: help, one-line errors (exit 2), a bounded run against moto.
 
 AWS is moto, which only patches this process: the commands that talk to AWS run in-process
-through plastic.cli_errors.run_command (the same wrapper `plastic` uses); --help runs as a
+through plastic.cli.errors.run_command (the same wrapper `plastic` uses); --help runs as a
 real process.
 """
 
@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from plastic.aws.session import check_queue_url, region_from_queue_url
-from plastic.cli_aws import aws_group
-from plastic.cli_errors import run_command
+from plastic.cli.aws import aws_group
+from plastic.cli.errors import run_command
 from plastic.core.errors import InputError
 from plastic.core.spot_events import INTERRUPTION_WARNING
 from plastic.store import Store, start_embedded
@@ -37,7 +37,7 @@ def run_in_process(monkeypatch, capsys, *args: str) -> subprocess.CompletedProce
 
 @pytest.mark.parametrize("command", ["sqs-watch", "sqs-setup"])
 def test_help(command):
-    res = subprocess.run([sys.executable, "-m", "plastic.cli_aws", command, "--help"], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "plastic.cli.aws", command, "--help"], capture_output=True,
                          text=True, cwd=REPO, timeout=60, check=False)
     assert res.returncode == 0, res.stderr
     assert "--region" in res.stdout and "Usage:" in res.stdout

@@ -195,8 +195,8 @@ def test_without_job_order_widths_are_dynamic_and_assumed():
         assert (r[step].scatter_width, r[step].width_dynamic) == (4, True)
     assert r["sized"].vcpus_source == "dynamic" and r["sized"].ram_source == "dynamic"
     text = " ".join(wf.assumptions)
-    assert "Step 'dot': the scatter width is known only at run time (no job order was given); assumed 4." \
-        in wf.assumptions
+    assert ("Step 'dot': the scatter width is known only at run time (no job order was given); assumed 4: an "
+            "elastic `plastic run` grows the cluster for the width it finds.") in wf.assumptions
     assert "Step 'chained'" in text and "output of step 'dot'" in text
     assert len([t for t in wf.workload().tasks if t.id.startswith("dot[")]) == 4
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from plastic.cli_lower import lower
+from plastic.cli.lower import lower
 from plastic.core.errors import AnnotationError, InputError, WorkflowError
 from plastic.cwl.loader import CwlWorkflow, load_cwl
 from plastic.cwl.lower import (
@@ -382,7 +382,7 @@ def test_cli_lower(tmp_path, monkeypatch):
 
 def test_cli_lower_bad_input_is_one_line(tmp_path):
     (tmp_path / "bad.cwl").write_text(BAD_TOOL.format(hint="vcpus: 0"))
-    res = subprocess.run([sys.executable, "-m", "plastic.cli_lower", "bad.cwl", "--outdir", "out"], cwd=tmp_path,
+    res = subprocess.run([sys.executable, "-m", "plastic.cli.lower", "bad.cwl", "--outdir", "out"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, check=False)
     assert_one_line_error(res, "bad.cwl", "plastic:Plasticity.vcpus")
     assert not (tmp_path / "out").exists()

@@ -1,27 +1,16 @@
-"""The `plastic` command line: a thin shell over the core.
+"""`plastic plan` and `plastic inspect`: size a hybrid cloud for a workload, show what a workflow asks for.
 
-Heavy libraries (cwltool, rich) are imported inside the commands that need
-them, so `plastic plan TRACE` starts fast.
+Heavy libraries (cwltool, rich) are imported inside the commands, so `plastic plan TRACE` starts fast.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 
 import click
 
 log = logging.getLogger(__name__)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
-@click.version_option(package_name="plastic")
-def cli(verbose: int) -> None:
-    """plastic: size a hybrid cloud of on-demand and spot nodes for annotated workflows."""
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
 def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_preempt: bool,
@@ -56,7 +45,7 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
     return value
 
 
-@cli.command()
+@click.command("plan")
 @click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
 @click.argument("job", required=False, type=click.Path(dir_okay=False))
 @click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False),
@@ -115,7 +104,7 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
         click.echo(text, nl=False)
 
 
-@cli.command()
+@click.command("inspect")
 @click.argument("workflow", type=click.Path())
 @click.argument("job", required=False, type=click.Path())
 @click.option("--no-infer-preempt", is_flag=True,
@@ -138,32 +127,3 @@ def inspect(workflow: str, job: str | None, no_infer_preempt: bool, scatter_widt
     if not console.is_terminal:
         console = Console(width=200)  # a pipe or a file: no wrapping inside the table
     render_table(wf, console)
-
-
-from plastic.local.cli import local_group  # noqa: E402 - the `plastic local` commands (aiohttp loads lazily)
-
-cli.add_command(local_group)
-
-from plastic.cli_run import run as run_command  # noqa: E402 - `plastic run`
-
-cli.add_command(run_command)
-
-from plastic.cli_service import logs, serve, status, submit  # noqa: E402 - the service commands
-
-from plastic.cli_aws import sqs_setup, sqs_watch  # noqa: E402 - `plastic sqs-watch | sqs-setup` (boto3 loads lazily)
-from plastic.cli_lower import lower  # noqa: E402 - `plastic lower`
-from plastic.cli_watch import agent_watch  # noqa: E402 - `plastic agent-watch`
-
-for _command in (lower, serve, submit, status, logs, agent_watch, sqs_watch, sqs_setup):
-    cli.add_command(_command)
-
-
-def main() -> None:
-    """Entry point: one clear line and a non-zero exit for every expected error."""
-    from plastic.cli_errors import run_command
-
-    run_command(cli)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """`plastic sqs-watch | sqs-setup`: spot notices from EventBridge through SQS into Redis.
 
 boto3 is imported inside the commands, so `plastic --help` stays fast.  Run as a module
-(``python -m plastic.cli_aws sqs-watch ...``) the commands work without plastic.cli.
+(``python -m plastic.cli.aws sqs-watch ...``) the commands work without plastic.cli.
 """
 
 from __future__ import annotations
@@ -111,6 +111,6 @@ aws_group.add_command(sqs_setup)
 
 
 if __name__ == "__main__":
-    from plastic.cli_errors import run_command
+    from plastic.cli.errors import run_command
 
     run_command(aws_group)

@@ -123,7 +123,7 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
         return
     import asyncio
 
-    from plastic.local.supervisor import serve
+    from plastic.local.server import serve
 
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
                        interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
@@ -158,7 +158,7 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
     """Serve a cluster in this process (used by --detach and by plastic.local.testing)."""
     import asyncio
 
-    from plastic.local.supervisor import serve
+    from plastic.local.server import serve
 
     spec, _, _ = _load_spec(cluster_file, plan_file, spec_file)
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
@@ -351,7 +351,7 @@ def _control(method: str, url: str, **kwargs: Any) -> Any:
 
 def main() -> None:
     """`python -m plastic.local`: the group alone, with plastic's error handling."""
-    from plastic.cli_errors import run_command
+    from plastic.cli.errors import run_command
 
     @click.group()
     @click.option("-v", "--verbose", count=True)

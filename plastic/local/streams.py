@@ -1,0 +1,29 @@
+"""The scheduler API's event streams: one open SUBSCRIBE response each, one RecordIO record a chunk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from typing import Any
+
+from plastic.mesos.recordio import encode
+
+
+class Stream:
+    """One open SUBSCRIBE response: events are queued and written one RecordIO record per chunk."""
+
+    def __init__(self, stream_id: str):
+        self.stream_id = stream_id
+        self.queue: deque[bytes | None] = deque()
+        self.wakeup = asyncio.Event()
+        self.ended = False
+
+    def push(self, record: bytes | None) -> None:
+        self.queue.append(record)
+        self.wakeup.set()
+
+
+def frame(event: dict[str, Any]) -> bytes:
+    """One event as one RecordIO record of compact JSON, as a real master writes it."""
+    return encode(json.dumps(event, separators=(",", ":")).encode())
