@@ -61,8 +61,8 @@ DEFAULT_SUITE = REPO.parent / "shared" / "cwl-v1.2"
 BATCH_SYSTEMS = ("plastic", "single_machine")
 RUNNER_FLAGS = ("--no-container", "--retryCount", "0", "--clean", "always", "--disableProgress")
 CLUSTER_SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": 4, "mem_mib": 16384, "preemptible": False},
-    {"name": "burst", "count": 2, "cpus": 2, "mem_mib": 4096, "preemptible": True},
+    {"name": "core", "count": 1, "cpus": 4, "ram_mib": 16384, "preemptible": False},
+    {"name": "burst", "count": 2, "cpus": 2, "ram_mib": 4096, "preemptible": True},
 ]}
 PASSED, FAILED, UNSUPPORTED = "passed", "failed", "unsupported"
 STDERR_TAIL = 3000
@@ -277,7 +277,7 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
 @contextlib.contextmanager
 def local_cluster(spec: Any = None) -> Iterator[LocalCluster]:
     """The conformance cluster (CLUSTER_SPEC), with the runner environment (the tasks inherit it)."""
-    with LocalCluster(spec or CLUSTER_SPEC, agent_ping_timeout_seconds=5.0) as cluster:
+    with LocalCluster(spec or CLUSTER_SPEC, agent_ping_timeout_s=5.0) as cluster:
         yield cluster
 
 

@@ -145,7 +145,7 @@ class BenchScheduler(Scheduler):
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     spec = {"clusters": [{"name": "bench", "count": args.agents, "cpus": args.agent_cpus,
-                          "mem_mib": args.agent_mem, "preemptible": False}]}
+                          "ram_mib": args.agent_mem, "preemptible": False}]}
     with LocalCluster(spec) as cluster:
         sched = BenchScheduler(args.tasks, args.task_cpus, args.task_mem)
         driver = MesosSchedulerDriver(sched, {"user": os.environ.get("USER", "root") or "root", "name": "bench-mesos-launch"},

@@ -142,15 +142,15 @@ class Bench:
     def run(self) -> list[Round]:
         a = self.args
         spec = {"clusters": [
-            {"name": "core", "count": 1, "cpus": 64, "mem_mib": 65536, "preemptible": False},
-            {"name": "burst", "count": a.spot_agents, "cpus": 1, "mem_mib": 1024, "preemptible": True},
+            {"name": "core", "count": 1, "cpus": 64, "ram_mib": 65536, "preemptible": False},
+            {"name": "burst", "count": a.spot_agents, "cpus": 1, "ram_mib": 1024, "preemptible": True},
         ]}
         server = start_embedded(self.tmp / "redis")
         self.redis_url = server.url
         client = server.client()
         self.store = Store(client)
         try:
-            with LocalCluster(spec, agent_ping_timeout_seconds=5.0, replace_after_seconds=a.replace_after) as cluster:
+            with LocalCluster(spec, agent_ping_timeout_s=5.0, replace_after_s=a.replace_after) as cluster:
                 self.cluster = cluster
                 self.core_ids = {ag.id for ag in cluster.agents if not ag.preemptible}
                 fw = Framework(cluster.master_url, name="notice-reaction", book=JobBook(), recorders=[self.rec])

@@ -115,8 +115,8 @@ def main() -> None:
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
     spec = {"clusters": [
-        {"name": "core", "count": 1, "cpus": 1, "mem_mib": 4096, "preemptible": False},
-        {"name": "burst", "count": max(cores - 1, 1), "cpus": 1, "mem_mib": 4096, "preemptible": True},
+        {"name": "core", "count": 1, "cpus": 1, "ram_mib": 4096, "preemptible": False},
+        {"name": "burst", "count": max(cores - 1, 1), "cpus": 1, "ram_mib": 4096, "preemptible": True},
     ]}
     walls: dict[str, list[float]] = {"single_machine": [], "plastic": [], "plastic run": []}
     with tempfile.TemporaryDirectory(prefix="plastic-overhead-") as tmp_name:

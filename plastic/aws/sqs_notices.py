@@ -56,7 +56,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plastic.aws.session import AwsError, MissingQueueError, describe, error_code, is_missing_queue
+from plastic.aws.session import (
+    AwsError,
+    MissingQueueError,
+    describe,
+    error_code,
+    is_missing_queue,
+)
 from plastic.core.lifecycle import AgentState
 from plastic.core.spot_events import REBALANCE, Ignored, SpotEvent, parse_event
 from plastic.store import AgentRecord, Store

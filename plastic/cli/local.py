@@ -14,13 +14,15 @@ from typing import Any
 
 import click
 
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+
 log = logging.getLogger(__name__)
 
 
 def _common_serve_options(f: Any) -> Any:
     options = [
         click.option("--cluster", "cluster_file", type=click.Path(dir_okay=False),
-                     help="CLUSTER.yaml: clusters of agents (name, count, cpus, mem_mib, preemptible)."),
+                     help="CLUSTER.yaml: clusters of agents (name, count, cpus, ram_mib, preemptible)."),
         click.option("--plan", "plan_file", type=click.Path(dir_okay=False),
                      help="A plan JSON (plastic plan --format json): one agent per planned node."),
         click.option("--spec", "spec_file", type=click.Path(dir_okay=False), hidden=True),
@@ -33,7 +35,7 @@ def _common_serve_options(f: Any) -> Any:
                      help="How long after an agent dies the master reports its tasks lost (real Mesos: 75 s)."),
         click.option("--interrupt-rate", type=click.FloatRange(min=0.0, min_open=True),
                      help="Random spot interruptions: expected interruptions per preemptible agent per minute."),
-        click.option("--interrupt-notice-seconds", type=click.FloatRange(min=0.0), default=120.0, show_default=True,
+        click.option("--interrupt-notice-seconds", type=click.FloatRange(min=0.0), default=INTERRUPTION_NOTICE_S, show_default=True,
                      help="Notice given by random interruptions."),
         click.option("--seed", type=int, help="Seed for random interruptions and ids."),
         click.option("--update-retry-seconds", type=click.FloatRange(min=0.01), default=10.0, show_default=True,
@@ -166,7 +168,7 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
                        replace_after_seconds, launcher_threads, boot_seconds, refuse_spot)
     asyncio.run(serve(spec, options, state_file=Path(state_file) if state_file else None, parent_pid=parent_pid,
                       remove_workdir=remove_workdir, lease_file=Path(lease_file) if lease_file else None,
-                      lease_seconds=lease_seconds if lease_file else None))
+                      lease_s=lease_seconds if lease_file else None))
 
 
 # ==================================================================== client commands
@@ -270,7 +272,7 @@ def _render_status(doc: dict[str, Any]) -> None:
 @local_group.command("interrupt")
 @click.argument("agent_id", required=False)
 @click.option("--cluster", "cluster_name", help="Interrupt every live preemptible agent of this cluster.")
-@click.option("--notice-seconds", type=click.FloatRange(min=0.0), default=120.0, show_default=True)
+@click.option("--notice-seconds", type=click.FloatRange(min=0.0), default=INTERRUPTION_NOTICE_S, show_default=True)
 @click.option("--rebalance-only", is_flag=True, help="Only issue a rebalance recommendation.")
 @_port_option
 @_master_option

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+
 
 @click.command("run", context_settings={"ignore_unknown_options": False})
 @click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
@@ -30,7 +32,7 @@ import click
               help="Local cluster: at most this many agents (at least one per planned cluster).")
 @click.option("--interrupt-rate", type=click.FloatRange(min=0.0, min_open=True),
               help="Local cluster: random spot interruptions per burst agent per minute.")
-@click.option("--notice-seconds", type=click.FloatRange(min=0.0), default=120.0, show_default=True,
+@click.option("--notice-seconds", type=click.FloatRange(min=0.0), default=INTERRUPTION_NOTICE_S, show_default=True,
               help="Local cluster: warning time before an interrupted agent dies.")
 @click.option("--seed", type=int, help="Local cluster: seed for random interruptions.")
 @click.option("--run-id", help="Use this run id (a run submitted with `plastic submit` is taken over).")

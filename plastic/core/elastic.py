@@ -54,7 +54,13 @@ from plastic.core.elastic_model import (
     NodeView,
     TerminateNode,
 )
-from plastic.core.elastic_packing import fit_existing, group_tasks, plan_nodes, tasks_of, weighted_shapes
+from plastic.core.elastic_packing import (
+    fit_existing,
+    group_tasks,
+    plan_nodes,
+    tasks_of,
+    weighted_shapes,
+)
 from plastic.core.model import Market, NodeShape, TaskSpec
 from plastic.core.packing import PackedNode, ShapeMenu
 from plastic.core.plan import PlannedNode

@@ -21,7 +21,13 @@ from plastic.core.elastic_model import NodeView, WaitingTask
 from plastic.core.lower_bound import lower_bound
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, NodeShape, TaskSpec
 from plastic.core.packing import PackedNode, ShapeMenu, pack
-from plastic.core.planner import bottleneck_values, lookahead_chooser, right_size, seeds_chooser, seeds_order
+from plastic.core.planner import (
+    bottleneck_values,
+    lookahead_chooser,
+    right_size,
+    seeds_chooser,
+    seeds_order,
+)
 
 # The Spot Instance Advisor's bands (frequency of interruption over a month), as a risk: the band's
 # middle (the last band, ">20%", at 25%).  A spot shape is compared at price x (1 + weight x risk).

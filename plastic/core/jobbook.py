@@ -1,31 +1,23 @@
 """JobBook: every Toil job's record and every transition of plastic's Mesos framework, pure.
 
-The dask worker-state-machine shape: `handle(event, now) -> list[Command | Record]`, no I/O and no
-clock reads (time comes in as `now`), `validate()` checks the invariants (for tests).  The shell
-(the Toil plugin and the Mesos adapter) applies one event at a time under its lock, carries out the
-commands (plastic.core.jobbook_commands) unchanged and stores the records
-(plastic.core.jobbook_records) as they are: the task and agent states in Redis are the ones decided
-here (TaskStateChanged, AgentStateChanged), so Redis and what Toil is told cannot disagree.  Events
-are in plastic.core.jobbook_events; `config()` and the events are all a replay needs.
+The dask worker-state-machine shape: `handle(event, now) -> list[Command | Record]`, no I/O, no clock
+reads (time comes in as `now`); `validate()` checks the invariants (for tests).  The shell applies one
+event (plastic.core.jobbook_events) at a time under its lock, carries out the commands
+(jobbook_commands) unchanged and stores the records (jobbook_records) as they are: Redis holds the
+task and agent states decided here (TaskStateChanged, AgentStateChanged), so Redis and what Toil is
+told cannot disagree.  `config()` and the events are all a replay needs (plastic.core.replay).
 
-One job (a Toil batch-job id) runs as one or more attempts (plastic.core.jobs); an infrastructure
-loss (spot preemption, drained or lost agent, dropped launch) requeues the job under a new attempt
-and the same job id, so the Toil leader never sees a failure; a job ends (ReportJobEnd) exactly
-once.  Task states follow plastic.core.lifecycle: QUEUED -> LAUNCHING -> STARTING -> RUNNING ->
-FINISHED | FAILED, any live state -> KILLING -> KILLED, and live -> LOST -> QUEUED for a requeue
-(LOST is transient).  A requeued job whose earlier attempt may have committed its work waits for the
-job store's answer (CheckJobStore "gone") before it is placed again.
+A job (a Toil batch-job id) runs as one or more attempts (plastic.core.jobs); an infrastructure loss
+(spot preemption, drained or lost agent, dropped launch) requeues it under a new attempt, so the Toil
+leader sees no failure; a job ends (ReportJobEnd) exactly once.  Task states follow
+plastic.core.lifecycle (QUEUED -> LAUNCHING -> STARTING -> RUNNING -> FINISHED | FAILED, live ->
+KILLING -> KILLED, live -> LOST -> QUEUED).  A requeued job whose earlier attempt may have committed
+its work waits for the job store's answer (CheckJobStore "gone") before it is placed again.
 
-Spot notices (plastic.core.jobbook_notices.SpotNotices): a terminate notice drains the agent, each
-task on it finishes in the window if its runtime estimate fits, else it is killed and requeued; a
-rebalance recommendation keeps new work off the agent as `rebalance` says.  Runtime estimates
-(plastic.core.runtimes) come from this run's finished jobs and the history the shell loads when the
-book asks (LoadRuntimeHistory).  On every Tick plastic.core.jobbook_health reports idle burst agents
-and starving jobs.
-
-Crash-resume (Resumed): the previous leader's queued task records end KILLED; its live tasks are
-orphans (plastic.core.orphans): reconciled, adopted while they can finish within adopt_s, killed
-otherwise, forgotten once they end.  Before Resumed, a status of an unknown task is only recorded.
+Spot notices: plastic.core.jobbook_notices; runtime estimates: plastic.core.runtimes (this run's
+finished jobs, and the history the shell loads when asked: LoadRuntimeHistory); idle agents and
+starving jobs: plastic.core.jobbook_health; the previous leader's tasks after a resume:
+plastic.core.orphans (before Resumed, a status of an unknown task is only recorded).
 """
 
 from __future__ import annotations
@@ -53,7 +45,14 @@ from plastic.core.jobs import (
     exit_code_of,
     split_task_id,
 )
-from plastic.core.lifecycle import AgentState, AttemptOutcome, JobOutcome, TaskState, allowed, check_transition
+from plastic.core.lifecycle import (
+    AgentState,
+    AttemptOutcome,
+    JobOutcome,
+    TaskState,
+    allowed,
+    check_transition,
+)
 from plastic.core.orphans import LIVE_RECORDS, Orphans
 from plastic.core.runtimes import RuntimeHistory
 

@@ -17,9 +17,9 @@ previous leader's tasks adopted by the resume and finished count as finished the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-import json
 from typing import Any
 
 from plastic.core.model import Catalog, InstanceType

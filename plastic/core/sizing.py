@@ -21,8 +21,23 @@ from collections.abc import Sequence
 
 from plastic.core.errors import BudgetExceededError, PlanningError
 from plastic.core.lower_bound import lower_bound
-from plastic.core.model import Catalog, Market, NodeShape, Reserve, Resources, TaskSpec, Workload, node_shapes
-from plastic.core.packing import PackedNode, allowed_on, cheapest_holding, pack, shape_holds
+from plastic.core.model import (
+    Catalog,
+    Market,
+    NodeShape,
+    Reserve,
+    Resources,
+    TaskSpec,
+    Workload,
+    node_shapes,
+)
+from plastic.core.packing import (
+    PackedNode,
+    allowed_on,
+    cheapest_holding,
+    pack,
+    shape_holds,
+)
 from plastic.core.plan import Plan, PlannedNode, PlanOptions, cluster_names
 from plastic.core.planner import (
     bottleneck_values,

@@ -28,11 +28,11 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.store import Event, Store
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW_S = 120.0  # AWS's spot interruption warning
 KINDS = ("terminate", "rebalance")
 
 
@@ -56,9 +56,9 @@ def parse(entry: Event, now: float) -> Notice | None:
     if kind == "terminate":
         at = _number(f.get("terminate_at"))
         if at is None:
-            at = published + DEFAULT_WINDOW_S
+            at = published + INTERRUPTION_NOTICE_S
             log.warning("terminate notice %s for %s has no terminate_at; assuming %.0f s after it was published",
-                        entry.id, target, DEFAULT_WINDOW_S)
+                        entry.id, target, INTERRUPTION_NOTICE_S)
     else:
         at = _number(f.get("notice_time")) or _number(f.get("noticed_at")) or published
     return Notice(kind, target, at, f.get("source", "?"), entry.id)

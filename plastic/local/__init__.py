@@ -12,7 +12,7 @@ Modules, one concept each:
     config      CLUSTER.yaml / plan JSON -> ClusterSpec (validated field by field)
     resources   scalar and range resources in fixed point (Mesos' arithmetic and wording)
     protocol    JSON shapes of events, statuses and master_info; CallError
-    model       the records: Agent, Framework, Task, Offer, Filter
+    model       the records: Agent, RegisteredFramework, Task, MasterOffer, Filter
     allocator   offers, decline filters, rescinds (mixin of the state)
     state       MasterState: the pure state machine (stimuli + `now` in, effects out, one timer heap)
     effects     what the state asks for: Send, EndStream, Launch, Kill, KillAgent

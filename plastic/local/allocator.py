@@ -15,8 +15,8 @@ from typing import Any
 
 from plastic.local import protocol as P
 from plastic.local.effects import Send
-from plastic.local.model import Agent, Filter, Framework, Offer
-from plastic.local.resources import Resources
+from plastic.local.model import Agent, Filter, MasterOffer, RegisteredFramework
+from plastic.local.resources import ResourceBag
 
 
 class OfferBook:
@@ -24,17 +24,17 @@ class OfferBook:
 
     host: str
     agents: dict[str, Agent]
-    frameworks: dict[str, Framework]
-    offers: dict[str, Offer]
+    frameworks: dict[str, RegisteredFramework]
+    offers: dict[str, MasterOffer]
     needs_allocation: bool
     _offer_id: Callable[[], str]
     _timer: Callable[..., None]
 
-    def _send(self, fw: Framework | None, event: dict[str, Any], effects: list) -> None:
+    def _send(self, fw: RegisteredFramework | None, event: dict[str, Any], effects: list) -> None:
         if fw is not None and fw.connected and fw.stream_id:
             effects.append(Send(fw.stream_id, event))
 
-    def remove_offer(self, offer: Offer) -> None:
+    def remove_offer(self, offer: MasterOffer) -> None:
         del self.offers[offer.id]
         agent = self.agents[offer.agent_id]
         agent.offers.discard(offer.id)
@@ -44,17 +44,17 @@ class OfferBook:
             fw.offers.discard(offer.id)
         self.needs_allocation = True
 
-    def _rescind(self, offer: Offer, effects: list) -> None:
+    def _rescind(self, offer: MasterOffer, effects: list) -> None:
         self.remove_offer(offer)
         self._send(self.frameworks.get(offer.framework_id), P.rescind_event(offer.id), effects)
 
-    def add_filter(self, fw: Framework, agent_id: str, resources: Resources, seconds: float, now: float) -> None:
+    def add_filter(self, fw: RegisteredFramework, agent_id: str, resources: ResourceBag, seconds: float, now: float) -> None:
         if seconds <= 0 or not resources:
             return
         fw.filters.setdefault(agent_id, []).append(Filter(resources, now + seconds))
         self._timer(now + seconds, "filter")
 
-    def _filtered(self, fw: Framework, agent_id: str, resources: Resources, now: float) -> bool:
+    def _filtered(self, fw: RegisteredFramework, agent_id: str, resources: ResourceBag, now: float) -> bool:
         flist = fw.filters.get(agent_id)
         if not flist:
             return False
@@ -79,7 +79,7 @@ class OfferBook:
             if not candidates:
                 continue
             fw = min(candidates, key=lambda f: (shares[f.id], f.registered_time))
-            offer = Offer(self._offer_id(), fw.id, agent.id, avail)
+            offer = MasterOffer(self._offer_id(), fw.id, agent.id, avail)
             self.offers[offer.id] = offer
             agent.offers.add(offer.id)
             agent.offered = agent.offered + avail
@@ -89,21 +89,21 @@ class OfferBook:
             by_fw.setdefault(fw.id, []).append(self.offer_json(offer))
         return [Send(self.frameworks[fid].stream_id, P.offers_event(offers)) for fid, offers in by_fw.items()]
 
-    def _totals(self) -> Resources:
-        total = Resources()
+    def _totals(self) -> ResourceBag:
+        total = ResourceBag()
         for a in self.agents.values():
             if not a.removed:
                 total = total + a.total
         return total
 
-    def _share_of(self, res: Resources) -> float:
+    def _share_of(self, res: ResourceBag) -> float:
         total = self._totals()
         return max((v / total.scalars[k] for k, v in res.scalars.items() if total.scalars.get(k)), default=0.0)
 
-    def _shares(self, frameworks: list[Framework]) -> dict[str, float]:
+    def _shares(self, frameworks: list[RegisteredFramework]) -> dict[str, float]:
         out = {}
         for fw in frameworks:
-            res = Resources()
+            res = ResourceBag()
             for t in fw.tasks.values():
                 if not t.terminal:
                     res = res + t.resources
@@ -112,7 +112,7 @@ class OfferBook:
             out[fw.id] = self._share_of(res)
         return out
 
-    def offer_json(self, offer: Offer, *, allocation_info: bool = False) -> dict[str, Any]:
+    def offer_json(self, offer: MasterOffer, *, allocation_info: bool = False) -> dict[str, Any]:
         agent = self.agents[offer.agent_id]
         d: dict[str, Any] = {
             "id": P.value(offer.id), "framework_id": P.value(offer.framework_id), "agent_id": P.value(agent.id),

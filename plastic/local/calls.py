@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from plastic.local import protocol as P
-from plastic.local.resources import ResourceFormatError, Resources
-from plastic.local.state import DEFAULT_REFUSE_SECONDS, Framework, MasterState
+from plastic.local.resources import ResourceBag, ResourceFormatError
+from plastic.local.state import DEFAULT_REFUSE_SECONDS, MasterState, RegisteredFramework
 
 CALL_TYPES = {
     "SUBSCRIBE", "TEARDOWN", "ACCEPT", "DECLINE", "ACCEPT_INVERSE_OFFERS", "DECLINE_INVERSE_OFFERS", "REVIVE",
@@ -186,7 +186,7 @@ def validate_call(call: Any) -> dict[str, Any]:
 
 
 # ================================================================ applying calls
-def apply_call(state: MasterState, fw: Framework, call: dict[str, Any], now: float) -> list:
+def apply_call(state: MasterState, fw: RegisteredFramework, call: dict[str, Any], now: float) -> list:
     ctype = call["type"]
     if ctype == "ACCEPT":
         return accept(state, fw, call["accept"], now)
@@ -237,7 +237,7 @@ def _refuse_seconds(filters: Any) -> float:
     return DEFAULT_REFUSE_SECONDS
 
 
-def decline(state: MasterState, fw: Framework, body: Mapping[str, Any], now: float) -> list:
+def decline(state: MasterState, fw: RegisteredFramework, body: Mapping[str, Any], now: float) -> list:
     seconds = _refuse_seconds(body.get("filters"))
     for oid in _offer_ids(body.get("offer_ids")):
         offer = state.offers.get(oid)
@@ -248,25 +248,25 @@ def decline(state: MasterState, fw: Framework, body: Mapping[str, Any], now: flo
     return []
 
 
-def _task_infos(operations: Iterable[Any]) -> list[tuple[str, list[dict[str, Any]], Resources]]:
+def _task_infos(operations: Iterable[Any]) -> list[tuple[str, list[dict[str, Any]], ResourceBag]]:
     """(operation type, task infos, extra executor resources) per LAUNCH / LAUNCH_GROUP operation."""
     out = []
     for op in operations:
         if not isinstance(op, Mapping):
             continue
         if op.get("type") == "LAUNCH":
-            out.append(("LAUNCH", list((op.get("launch") or {}).get("task_infos") or []), Resources()))
+            out.append(("LAUNCH", list((op.get("launch") or {}).get("task_infos") or []), ResourceBag()))
         elif op.get("type") == "LAUNCH_GROUP":
             lg = op.get("launch_group") or {}
             try:
-                extra = Resources.from_json((lg.get("executor") or {}).get("resources") or [])
+                extra = ResourceBag.from_json((lg.get("executor") or {}).get("resources") or [])
             except ResourceFormatError:
-                extra = Resources()
+                extra = ResourceBag()
             out.append(("LAUNCH_GROUP", list((lg.get("task_group") or {}).get("tasks") or []), extra))
     return out
 
 
-def accept(state: MasterState, fw: Framework, body: Mapping[str, Any], now: float) -> list:
+def accept(state: MasterState, fw: RegisteredFramework, body: Mapping[str, Any], now: float) -> list:
     effects: list = []
     offer_ids = _offer_ids(body.get("offer_ids"))
     ops = _task_infos(body.get("operations") or [])
@@ -294,7 +294,7 @@ def accept(state: MasterState, fw: Framework, body: Mapping[str, Any], now: floa
                                     info["agent_id"]["value"], now, effects)
         return effects
     agent = state.agents[offers[0].agent_id]
-    available = Resources()
+    available = ResourceBag()
     for offer in offers:
         available = available + offer.resources
     available = available.ordered_like(agent.total)
@@ -303,7 +303,7 @@ def accept(state: MasterState, fw: Framework, body: Mapping[str, Any], now: floa
         first_error = None
         budget = available
         for i, info in enumerate(infos):
-            res, err = _check_task(state, fw, agent.id, info, budget, extra if i == 0 else Resources(),
+            res, err = _check_task(state, fw, agent.id, info, budget, extra if i == 0 else ResourceBag(),
                                    [c[0] for c in checked])
             if err:
                 first_error = first_error or err
@@ -324,30 +324,30 @@ def accept(state: MasterState, fw: Framework, body: Mapping[str, Any], now: floa
     return effects
 
 
-def _check_task(state: MasterState, fw: Framework, agent_id: str, info: dict[str, Any], available: Resources,
-                extra: Resources, earlier: list[dict[str, Any]]) -> tuple[Resources, str | None]:
+def _check_task(state: MasterState, fw: RegisteredFramework, agent_id: str, info: dict[str, Any], available: ResourceBag,
+                extra: ResourceBag, earlier: list[dict[str, Any]]) -> tuple[ResourceBag, str | None]:
     tid = info["task_id"]["value"]
     if not tid or "/" in tid or any(c.isspace() for c in tid):
-        return Resources(), f"Task ID '{tid}' is invalid: it must be non-empty, without '/' or whitespace"
+        return ResourceBag(), f"Task ID '{tid}' is invalid: it must be non-empty, without '/' or whitespace"
     if info["agent_id"]["value"] != agent_id:
-        return Resources(), f"Task uses invalid agent: {info['agent_id']['value']}"
+        return ResourceBag(), f"Task uses invalid agent: {info['agent_id']['value']}"
     if tid in fw.tasks or any(e["task_id"]["value"] == tid for e in earlier):
-        return Resources(), f"Task has duplicate ID: {tid}"
+        return ResourceBag(), f"Task has duplicate ID: {tid}"
     has_command = isinstance(info.get("command"), Mapping)
     has_executor = isinstance(info.get("executor"), Mapping)
     if has_command == has_executor:
-        return Resources(), "Task should have at least one (but not both) of CommandInfo or ExecutorInfo present"
+        return ResourceBag(), "Task should have at least one (but not both) of CommandInfo or ExecutorInfo present"
     if has_executor:
-        return Resources(), "Custom executors are not supported by the plastic local cluster; use CommandInfo"
+        return ResourceBag(), "Custom executors are not supported by the plastic local cluster; use CommandInfo"
     cmd = info["command"]
     if cmd.get("shell", True) is not False and not isinstance(cmd.get("value"), str):
-        return Resources(), "Shell command of task is missing 'value'"
+        return ResourceBag(), "Shell command of task is missing 'value'"
     if cmd.get("shell", True) is False and not isinstance(cmd.get("value"), str):
-        return Resources(), "Non-shell command of task is missing 'value'"
+        return ResourceBag(), "Non-shell command of task is missing 'value'"
     try:
-        res = Resources.from_json(info.get("resources") or []) + extra
+        res = ResourceBag.from_json(info.get("resources") or []) + extra
     except ResourceFormatError as exc:
-        return Resources(), f"Task uses invalid resources: {exc}"
+        return ResourceBag(), f"Task uses invalid resources: {exc}"
     if not available.contains(res):
         return res, (f"Total resources {res.describe()} required by task and its executor is more than available "
                      f"{available.describe()}")

@@ -24,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local.agent import MARKER_ENV, AgentRuntime
 from plastic.local.config import AgentSpec, ClusterSpec
 from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
@@ -49,7 +50,7 @@ class Options:
     agent_ping_timeout_s: float = 15.0
     update_retry_s: float = 10.0
     interrupt_rate_per_min: float | None = None
-    interrupt_notice_s: float = 120.0
+    interrupt_notice_s: float = INTERRUPTION_NOTICE_S
     seed: int | None = None
     kill_grace_s: float = 3.0
     allocation_delay_s: float = 0.002

@@ -3,10 +3,10 @@
 CLUSTER.yaml::
 
     clusters:
-      - {name: core, count: 1, cpus: 4, mem_mib: 8192, preemptible: false}
-      - {name: burst-small, count: 2, cpus: 1, mem_mib: 2048, preemptible: true}
+      - {name: core, count: 1, cpus: 4, ram_mib: 8192, preemptible: false}
+      - {name: burst-small, count: 2, cpus: 1, ram_mib: 2048, preemptible: true}
 
-Optional keys per cluster: `disk_mib` (default 10000), `instance_type`,
+(`mem_mib`, the older name of `ram_mib`, is still read.)  Optional keys per cluster: `disk_mib` (default 10000), `instance_type`,
 `attributes` (extra agent attributes, text or number) and `ports`
 ("31000-32000" by default, `false` for none).  Every field is checked and a
 bad one raises an InputError naming the file and the field.
@@ -26,7 +26,8 @@ from plastic.core.errors import InputError
 DEFAULT_DISK_MIB = 10000
 DEFAULT_PORTS = (31000, 32000)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_CLUSTER_KEYS = {"name", "count", "cpus", "mem_mib", "disk_mib", "preemptible", "instance_type", "attributes", "ports"}
+_CLUSTER_KEYS = {"name", "count", "cpus", "ram_mib", "mem_mib", "disk_mib", "preemptible", "instance_type",
+                 "attributes", "ports"}
 _RESERVED_ATTRIBUTES = {"preemptible", "cluster", "instance_type"}
 
 
@@ -36,7 +37,7 @@ class AgentSpec:
 
     cluster: str
     cpus: float
-    mem_mib: float
+    ram_mib: float
     preemptible: bool
     disk_mib: float = DEFAULT_DISK_MIB
     instance_type: str | None = None
@@ -138,7 +139,10 @@ def spec_from_doc(doc: Any, source: str = "CLUSTER.yaml") -> ClusterSpec:
         extra = set(g) - _CLUSTER_KEYS
         if extra:
             raise _err(source, f"{where}.{min(extra)}", f"unknown key (known: {', '.join(sorted(_CLUSTER_KEYS))})")
-        for key in ("name", "count", "cpus", "mem_mib", "preemptible"):
+        if "ram_mib" in g and "mem_mib" in g:
+            raise _err(source, f"{where}.mem_mib", "give ram_mib only (mem_mib is its older name)")
+        ram_key = "mem_mib" if "mem_mib" in g else "ram_mib"
+        for key in ("name", "count", "cpus", ram_key, "preemptible"):
             if key not in g:
                 raise _err(source, f"{where}.{key}", "is required")
         name = g["name"]
@@ -149,7 +153,7 @@ def spec_from_doc(doc: Any, source: str = "CLUSTER.yaml") -> ClusterSpec:
         names.append(name)
         count = int(_number(g["count"], source, f"{where}.count", integer=True))
         cpus = _number(g["cpus"], source, f"{where}.cpus")
-        mem = _number(g["mem_mib"], source, f"{where}.mem_mib")
+        ram = _number(g[ram_key], source, f"{where}.{ram_key}")
         disk = _number(g.get("disk_mib", DEFAULT_DISK_MIB), source, f"{where}.disk_mib", strict=False)
         pre = g["preemptible"]
         if not isinstance(pre, bool):
@@ -159,7 +163,7 @@ def spec_from_doc(doc: Any, source: str = "CLUSTER.yaml") -> ClusterSpec:
             raise _err(source, f"{where}.instance_type", f"must be a type name such as m5.large, got {itype!r}")
         ports = _ports(g.get("ports", f"{DEFAULT_PORTS[0]}-{DEFAULT_PORTS[1]}"), source, f"{where}.ports")
         attrs = _attributes(g.get("attributes"), source, f"{where}.attributes")
-        agents.extend(AgentSpec(cluster=name, cpus=cpus, mem_mib=mem, preemptible=pre, disk_mib=disk,
+        agents.extend(AgentSpec(cluster=name, cpus=cpus, ram_mib=ram, preemptible=pre, disk_mib=disk,
                                 instance_type=itype, ports=ports, attributes=attrs) for _ in range(count))
     if not agents:
         raise _err(source, "clusters", "no agents: every count is 0")
@@ -200,7 +204,7 @@ def spec_from_plan_doc(doc: Any, source: str = "plan") -> ClusterSpec:
         if not _NAME.match(node.cluster):
             raise _err(source, f"nodes[{i}].cluster", f"bad cluster name {node.cluster!r}")
         agents.append(AgentSpec(cluster=node.cluster, cpus=float(node.capacity.vcpus),
-                                mem_mib=float(node.capacity.ram_mib), preemptible=node.market is Market.SPOT,
+                                ram_mib=float(node.capacity.ram_mib), preemptible=node.market is Market.SPOT,
                                 instance_type=node.instance_type, node_id=node.id))
     return ClusterSpec(tuple(agents), source, tuple(dict.fromkeys(a.cluster for a in agents)))
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import calls, views
 from plastic.local import protocol as P
 from plastic.local.streams import Stream, frame
@@ -258,7 +259,7 @@ async def plastic_interrupt(request: web.Request) -> web.Response:
     assert state is not None
     try:
         body = await _admin_body(request)
-        notice = float(body.get("notice_seconds", 120.0))
+        notice = float(body.get("notice_seconds", INTERRUPTION_NOTICE_S))
         rebalance_only = bool(body.get("rebalance_only", False))
         if body.get("agent_id"):
             targets = [_resolve_agent(cluster, str(body["agent_id"]))]

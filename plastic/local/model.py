@@ -8,20 +8,20 @@ from typing import Any
 
 from plastic.local import protocol as P
 from plastic.local.config import AgentSpec
-from plastic.local.resources import Resources
+from plastic.local.resources import ResourceBag
 
 
 @dataclass
-class Offer:
+class MasterOffer:
     id: str
     framework_id: str
     agent_id: str
-    resources: Resources
+    resources: ResourceBag
 
 
 @dataclass
 class Filter:
-    resources: Resources
+    resources: ResourceBag
     until: float
 
 
@@ -31,7 +31,7 @@ class Task:
     name: str
     framework_id: str
     agent_id: str
-    resources: Resources
+    resources: ResourceBag
     container_id: str
     state: str = "TASK_STAGING"
     statuses: list[dict[str, Any]] = field(default_factory=list)
@@ -47,7 +47,7 @@ class Task:
 
 
 @dataclass
-class Framework:
+class RegisteredFramework:
     id: str
     info: dict[str, Any]
     registered_time: float
@@ -85,10 +85,10 @@ class Agent:
     index: int
     spec: AgentSpec
     port: int
-    total: Resources
+    total: ResourceBag
     registered_time: float
-    used: Resources = field(default_factory=Resources)
-    offered: Resources = field(default_factory=Resources)
+    used: ResourceBag = field(default_factory=ResourceBag)
+    offered: ResourceBag = field(default_factory=ResourceBag)
     connected: bool = True  # False once dead (killed, interrupted), until the ping timeout removes it
     removed: bool = False  # removed by the master (unreachable): no longer listed
     deactivated: bool = False
@@ -104,7 +104,7 @@ class Agent:
     imds_url: str | None = None
 
     @property
-    def available(self) -> Resources:
+    def available(self) -> ResourceBag:
         return (self.total - self.used - self.offered).ordered_like(self.total)
 
     @property

@@ -91,7 +91,7 @@ def agent_request(body: Any, default_boot_s: float) -> AgentRequest:
     tags = body.get("tags") or {}
     if not isinstance(tags, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
         raise RequestError("tags: a map of strings to strings")
-    spec = AgentSpec(cluster=cluster.strip(), cpus=cpus, mem_mib=ram, preemptible=preemptible,
+    spec = AgentSpec(cluster=cluster.strip(), cpus=cpus, ram_mib=ram, preemptible=preemptible,
                      disk_mib=DEFAULT_DISK_MIB, instance_type=itype or None, attributes=(("market", market),))
     return AgentRequest(tuple(spec for _ in range(count)), market, boot_s, dict(tags))
 
@@ -119,5 +119,5 @@ def node_doc(node: Node, agent: Any, imds_url: str | None) -> dict[str, Any]:
     since = node.terminated_at or (agent.died_at if agent is not None and agent.died_at else node.state_since)
     return {"agent_id": node.agent_id, "instance_id": node.instance_id, "cluster": node.spec.cluster,
             "instance_type": node.spec.instance_type, "market": node.market, "preemptible": node.spec.preemptible,
-            "cpus": node.spec.cpus, "ram_mib": node.spec.mem_mib, "state": state, "created_at": node.created_at,
+            "cpus": node.spec.cpus, "ram_mib": node.spec.ram_mib, "state": state, "created_at": node.created_at,
             "since": since, "tags": dict(node.tags), "imds_url": imds_url}

@@ -62,7 +62,7 @@ def _fmt_number(milli: int) -> str:
     return f"{milli / SCALE:.3f}".rstrip("0").rstrip(".")
 
 
-class Resources:
+class ResourceBag:
     """An immutable-by-convention bag of scalar and range resources."""
 
     __slots__ = ("ranges", "scalars")
@@ -73,12 +73,12 @@ class Resources:
 
     # ------------------------------------------------------------ construction
     @classmethod
-    def of(cls, **values: float) -> Resources:
+    def of(cls, **values: float) -> ResourceBag:
         """Resources.of(cpus=1, mem=1024): scalars from plain numbers."""
         return cls({k: round(v * SCALE) for k, v in values.items()})
 
     @classmethod
-    def from_json(cls, items: Any) -> Resources:
+    def from_json(cls, items: Any) -> ResourceBag:
         """Parse a Mesos `Resource` list (as found in TaskInfo.resources)."""
         if not isinstance(items, list):
             raise ResourceFormatError("'resources' must be a list")
@@ -108,16 +108,16 @@ class Resources:
         return cls(scalars, ranges)
 
     # ------------------------------------------------------------ arithmetic
-    def __add__(self, other: Resources) -> Resources:
+    def __add__(self, other: ResourceBag) -> ResourceBag:
         scalars = dict(self.scalars)
         for k, v in other.scalars.items():
             scalars[k] = scalars.get(k, 0) + v
         ranges = dict(self.ranges)
         for k, v in other.ranges.items():
             ranges[k] = _norm_ranges(ranges.get(k, []) + v)
-        return Resources(scalars, ranges)
+        return ResourceBag(scalars, ranges)
 
-    def __sub__(self, other: Resources) -> Resources:
+    def __sub__(self, other: ResourceBag) -> ResourceBag:
         scalars = dict(self.scalars)
         for k, v in other.scalars.items():
             scalars[k] = max(0, scalars.get(k, 0) - v)
@@ -125,16 +125,16 @@ class Resources:
         for k, v in other.ranges.items():
             if k in ranges:
                 ranges[k] = _sub_ranges(ranges[k], v)
-        return Resources(scalars, ranges)
+        return ResourceBag(scalars, ranges)
 
-    def contains(self, other: Resources) -> bool:
+    def contains(self, other: ResourceBag) -> bool:
         """True when `other` fits inside this bag."""
         if any(self.scalars.get(k, 0) < v for k, v in other.scalars.items()):
             return False
         return all(_ranges_contain(self.ranges.get(k, []), v) for k, v in other.ranges.items())
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Resources) and self.scalars == other.scalars and self.ranges == other.ranges
+        return isinstance(other, ResourceBag) and self.scalars == other.scalars and self.ranges == other.ranges
 
     def __hash__(self) -> int:  # pragma: no cover - not used as a key
         return hash((tuple(sorted(self.scalars.items())), tuple(sorted((k, tuple(v)) for k, v in self.ranges.items()))))
@@ -178,13 +178,13 @@ class Resources:
         parts.extend(f"{k}(allocated: *):{_fmt_number(v)}" for k, v in self.scalars.items())
         return "; ".join(parts)
 
-    def ordered_like(self, template: Resources) -> Resources:
+    def ordered_like(self, template: ResourceBag) -> ResourceBag:
         """The same amounts, names in the order of `template` (then any others)."""
         scalars = {k: self.scalars[k] for k in template.scalars if k in self.scalars}
         scalars.update({k: v for k, v in self.scalars.items() if k not in scalars})
         ranges = {k: self.ranges[k] for k in template.ranges if k in self.ranges}
         ranges.update({k: v for k, v in self.ranges.items() if k not in ranges})
-        return Resources(scalars, ranges)
+        return ResourceBag(scalars, ranges)
 
     def summary(self) -> dict[str, float]:
         return {k: v / SCALE for k, v in self.scalars.items()}

@@ -24,19 +24,19 @@ from plastic.local.supervisor import (
 log = logging.getLogger(__name__)
 
 
-async def _watch_lease(lease_file: Path, lease_seconds: float, on_expired: Any) -> None:
-    every = max(0.05, min(1.0, lease_seconds / 4))
+async def _watch_lease(lease_file: Path, lease_s: float, on_expired: Any) -> None:
+    every = max(0.05, min(1.0, lease_s / 4))
     while True:
         await asyncio.sleep(every)
-        if lease_expired(lease_file, lease_seconds):
-            log.warning("lease %s not renewed for %.1f s: stopping", lease_file, lease_seconds)
+        if lease_expired(lease_file, lease_s):
+            log.warning("lease %s not renewed for %.1f s: stopping", lease_file, lease_s)
             on_expired()
             return
 
 
 async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid: int | None,
                 on_ready: Any = None, remove_workdir: bool = False, lease_file: Path | None = None,
-                lease_seconds: float | None = None) -> None:
+                lease_s: float | None = None) -> None:
     """Run the cluster until asked to stop."""
     cluster = Cluster(spec, options)
     loop = asyncio.get_running_loop()
@@ -51,8 +51,8 @@ async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid:
         except OSError:
             cluster.request_shutdown()
     lease_task = None
-    if lease_file is not None and lease_seconds:
-        lease_task = asyncio.ensure_future(_watch_lease(Path(lease_file), lease_seconds, cluster.request_shutdown))
+    if lease_file is not None and lease_s:
+        lease_task = asyncio.ensure_future(_watch_lease(Path(lease_file), lease_s, cluster.request_shutdown))
     assert options.workdir is not None
     path = state_file or Path(options.workdir) / STATE_FILE
     status = cluster.status()

@@ -23,12 +23,13 @@ import uuid as uuid_mod
 from collections import OrderedDict
 from typing import Any
 
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import protocol as P
 from plastic.local.allocator import OfferBook
 from plastic.local.config import AgentSpec
 from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
-from plastic.local.model import Agent, Filter, Framework, Offer, Task
-from plastic.local.resources import Resources
+from plastic.local.model import Agent, Filter, MasterOffer, RegisteredFramework, Task
+from plastic.local.resources import ResourceBag
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ MAX_COMPLETED_TASKS = 1000
 MAX_COMPLETED_FRAMEWORKS = 50
 MAX_RETRY_SECONDS = 600.0
 
-__all__ = ["Agent", "Filter", "Framework", "MasterState", "Offer", "Task"]
+__all__ = ["Agent", "Filter", "MasterOffer", "MasterState", "RegisteredFramework", "Task"]
 
 
 class MasterState(OfferBook):
@@ -45,7 +46,7 @@ class MasterState(OfferBook):
 
     def __init__(self, *, master_id: str, host: str = "127.0.0.1", port: int = 5050, heartbeat_s: float = 15.0,
                  agent_ping_timeout_s: float = 15.0, update_retry_s: float = 10.0,
-                 interrupt_rate_per_min: float | None = None, interrupt_notice_s: float = 120.0,
+                 interrupt_rate_per_min: float | None = None, interrupt_notice_s: float = INTERRUPTION_NOTICE_S,
                  kill_grace_s: float = 3.0, rng: random.Random | None = None, now: float = 0.0):
         self.master_id = master_id
         self.host = host
@@ -60,13 +61,13 @@ class MasterState(OfferBook):
         self.started = now
         self.agents: dict[str, Agent] = {}
         self.next_index = 0  # of the next agent id (ids are never reused)
-        self.frameworks: dict[str, Framework] = {}
-        self.completed_frameworks: OrderedDict[str, Framework] = OrderedDict()
+        self.frameworks: dict[str, RegisteredFramework] = {}
+        self.completed_frameworks: OrderedDict[str, RegisteredFramework] = OrderedDict()
         # Every framework id this master removed (TEARDOWN, failover timeout): refused on SUBSCRIBE for the
         # rest of this master's lifetime.  Unlike completed_frameworks (bounded, for the operator API) this
         # keeps only ids, so a removed framework can never come back through the re-registration rule.
         self.removed_framework_ids: set[str] = set()
-        self.offers: dict[str, Offer] = {}
+        self.offers: dict[str, MasterOffer] = {}
         self.streams: dict[str, str] = {}  # stream id -> framework id (open streams only)
         self.needs_allocation = False
         self._timers: list[tuple[float, int, str, Any, int]] = []
@@ -128,8 +129,8 @@ class MasterState(OfferBook):
     def add_agent(self, spec: AgentSpec, *, port: int, now: float, agent_id: str | None = None) -> str:
         agent_id = agent_id or self.reserve_agent_id()
         index = int(agent_id.rsplit("-S", 1)[1])
-        scalars = Resources.of(cpus=spec.cpus, mem=spec.mem_mib, disk=spec.disk_mib)
-        total = Resources(scalars.scalars, {"ports": [spec.ports]} if spec.ports else None)
+        scalars = ResourceBag.of(cpus=spec.cpus, mem=spec.ram_mib, disk=spec.disk_mib)
+        total = ResourceBag(scalars.scalars, {"ports": [spec.ports]} if spec.ports else None)
         self.agents[agent_id] = Agent(agent_id, index, spec, port, total, now)
         if spec.preemptible and self.interrupt_rate_per_min:
             self._timer(now + self.rng.expovariate(self.interrupt_rate_per_min / 60.0), "auto_interrupt", agent_id)
@@ -181,7 +182,7 @@ class MasterState(OfferBook):
             fw.unreachable[tid] = task
             self._send(fw, P.update_event(st), effects)
         agent.tasks.clear()
-        agent.used = Resources()
+        agent.used = ResourceBag()
         for fw in self.frameworks.values():
             self._send(fw, P.failure_event(agent_id), effects)
 
@@ -271,7 +272,7 @@ class MasterState(OfferBook):
             else:
                 log.info("framework %s is unknown to this master: re-registration after a master failover", fid)
             info = dict(framework_info, id=P.value(fid))
-            fw = Framework(fid, info, registered_time=now, reregistered_time=now)
+            fw = RegisteredFramework(fid, info, registered_time=now, reregistered_time=now)
             self.frameworks[fid] = fw
         else:
             if fw.connected and fw.stream_id:
@@ -316,7 +317,7 @@ class MasterState(OfferBook):
         self._timer(now + fw.failover_timeout, "failover", fid, fw.failover_gen)
         return effects
 
-    def check_call(self, framework_id: str, stream_id: str | None) -> Framework:
+    def check_call(self, framework_id: str, stream_id: str | None) -> RegisteredFramework:
         """The checks a real master makes before any non-SUBSCRIBE call, in its order."""
         fw = self.frameworks.get(framework_id)
         if fw is None:
@@ -330,7 +331,7 @@ class MasterState(OfferBook):
                                    f"currently associated with framework ID {framework_id}")
         return fw
 
-    def teardown(self, fw: Framework, now: float) -> list:
+    def teardown(self, fw: RegisteredFramework, now: float) -> list:
         effects: list = []
         if fw.connected and fw.stream_id:
             effects.append(EndStream(fw.stream_id))
@@ -338,7 +339,7 @@ class MasterState(OfferBook):
         self._remove_framework(fw, now, effects)
         return effects
 
-    def _remove_framework(self, fw: Framework, now: float, effects: list) -> None:
+    def _remove_framework(self, fw: RegisteredFramework, now: float, effects: list) -> None:
         fw.connected = False
         for oid in list(fw.offers):
             self.remove_offer(self.offers[oid])
@@ -366,12 +367,12 @@ class MasterState(OfferBook):
             self.completed_frameworks.popitem(last=False)
         self.needs_allocation = True
 
-    def update_framework(self, fw: Framework, info: dict[str, Any]) -> list:
+    def update_framework(self, fw: RegisteredFramework, info: dict[str, Any]) -> list:
         fw.info = dict(info, id=P.value(fw.id))
         self.needs_allocation = True
         return []
     # ================================================================ tasks
-    def launch(self, fw: Framework, agent: Agent, info: dict[str, Any], resources: Resources,
+    def launch(self, fw: RegisteredFramework, agent: Agent, info: dict[str, Any], resources: ResourceBag,
                container_id: str, effects: list) -> None:
         tid = info["task_id"]["value"]
         task = Task(tid, str(info.get("name", tid)), fw.id, agent.id, resources, container_id,
@@ -403,7 +404,7 @@ class MasterState(OfferBook):
             self._forward(fw, task, now, effects)
         return effects
 
-    def _forward(self, fw: Framework, task: Task, now: float, effects: list) -> None:
+    def _forward(self, fw: RegisteredFramework, task: Task, now: float, effects: list) -> None:
         self._send(fw, P.update_event(task.pending[0]), effects)
         task.retry_gen += 1
         self._timer(now + task.retry_s, "retry", (fw.id, task.id), task.retry_gen)
@@ -416,7 +417,7 @@ class MasterState(OfferBook):
         task.retry_s = min(task.retry_s * 2, MAX_RETRY_SECONDS)
         self._forward(fw, task, now, effects)
 
-    def acknowledge(self, fw: Framework, agent_id: str, task_id: str, uuid: str, now: float) -> list:
+    def acknowledge(self, fw: RegisteredFramework, agent_id: str, task_id: str, uuid: str, now: float) -> list:
         effects: list = []
         task = fw.tasks.get(task_id)
         if task is None or not task.pending or task.pending[0].get("uuid") != uuid or task.agent_id != agent_id:
@@ -435,13 +436,13 @@ class MasterState(OfferBook):
                 agent.tasks.discard((fw.id, task_id))
         return effects
 
-    def _complete(self, fw: Framework, task: Task) -> None:
+    def _complete(self, fw: RegisteredFramework, task: Task) -> None:
         fw.completed[task.id] = task
         fw.completed.move_to_end(task.id)
         while len(fw.completed) > MAX_COMPLETED_TASKS:
             fw.completed.popitem(last=False)
 
-    def kill(self, fw: Framework, task_id: str, agent_id: str | None, now: float,
+    def kill(self, fw: RegisteredFramework, task_id: str, agent_id: str | None, now: float,
              kill_policy: dict[str, Any] | None = None) -> list:
         """KILL: SIGTERM, then SIGKILL after the call's, else the task's, else the default grace period.
         An unknown task is answered as an explicit reconciliation would be (as Mesos does)."""
@@ -457,7 +458,7 @@ class MasterState(OfferBook):
         return [Kill(agent.id, fw.id, task_id, grace_s=grace,
                      killing_state=P.TASK_KILLING_STATE in fw.capabilities)]
 
-    def reconcile(self, fw: Framework, wanted: list[tuple[str, str | None]], now: float) -> list:
+    def reconcile(self, fw: RegisteredFramework, wanted: list[tuple[str, str | None]], now: float) -> list:
         """Explicit (wanted non-empty) or implicit reconciliation, with the rules of the transcripts."""
         effects: list = []
         if not wanted:
@@ -491,7 +492,7 @@ class MasterState(OfferBook):
                         source="SOURCE_MASTER", reason="REASON_RECONCILIATION", agent_id=task.agent_id,
                         container=last["container_status"] if last else None)
 
-    def master_update(self, fw: Framework, task_id: str, state: str, reason: str, message: str,
+    def master_update(self, fw: RegisteredFramework, task_id: str, state: str, reason: str, message: str,
                       agent_id: str | None, now: float, effects: list) -> None:
         """A status the master itself generates (no uuid, nothing to acknowledge)."""
         st = P.status(task_id, state, timestamp=now, message=message, source="SOURCE_MASTER", reason=reason,
@@ -502,7 +503,7 @@ class MasterState(OfferBook):
     def validate(self) -> None:
         """Check the bookkeeping's invariants; raises AssertionError on the first broken one."""
         for agent in self.agents.values():
-            used = Resources()
+            used = ResourceBag()
             for fid, tid in agent.tasks:
                 task = self.frameworks[fid].tasks[tid]
                 assert task.agent_id == agent.id, (fid, tid)
@@ -510,7 +511,7 @@ class MasterState(OfferBook):
                     used = used + task.resources
             if not agent.removed:
                 assert used == agent.used, (agent.id, used, agent.used)
-            offered = Resources()
+            offered = ResourceBag()
             for oid in agent.offers:
                 offered = offered + self.offers[oid].resources
             assert offered == agent.offered, (agent.id, offered, agent.offered)

@@ -108,13 +108,13 @@ def kill_hard(pid: int) -> None:
 
 
 # ==================================================================== serving
-def lease_expired(lease_file: Path, lease_seconds: float, now: float | None = None) -> bool:
-    """True when the lease file is gone or was last touched more than lease_seconds ago."""
+def lease_expired(lease_file: Path, lease_s: float, now: float | None = None) -> bool:
+    """True when the lease file is gone or was last touched more than lease_s ago."""
     try:
         touched = lease_file.stat().st_mtime
     except OSError:
         return True
-    return (time.time() if now is None else now) - touched > lease_seconds
+    return (time.time() if now is None else now) - touched > lease_s
 
 
 def touch_lease(lease_file: Path) -> None:
@@ -128,7 +128,7 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
                heartbeat: float, ping_timeout: float, interrupt_rate: float | None, notice: float,
                seed: int | None, update_retry: float, kill_grace: float, parent_pid: int | None,
                replace_after: float | None = None, remove_workdir: bool = False, verbose: int = 0,
-               lease_file: str | None = None, lease_seconds: float | None = None, boot: float = 0.0,
+               lease_file: str | None = None, lease_s: float | None = None, boot: float = 0.0,
                refuse_spot: str = "") -> list[str]:
     """The command line of a serving child process."""
     args = [sys.executable, "-m", "plastic.local"]
@@ -150,8 +150,8 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
         args += ["--remove-workdir"]
     if parent_pid:
         args += ["--parent-pid", str(parent_pid)]
-    if lease_file and lease_seconds:
-        args += ["--lease-file", lease_file, "--lease-seconds", repr(lease_seconds)]
+    if lease_file and lease_s:
+        args += ["--lease-file", lease_file, "--lease-seconds", repr(lease_s)]
     if boot:
         args += ["--boot-seconds", repr(boot)]
     if refuse_spot:

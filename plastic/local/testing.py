@@ -3,10 +3,10 @@
     from plastic.local.testing import LocalCluster
 
     spec = {"clusters": [
-        {"name": "core", "count": 1, "cpus": 4, "mem_mib": 8192, "preemptible": False},
-        {"name": "burst-small", "count": 2, "cpus": 1, "mem_mib": 2048, "preemptible": True},
+        {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False},
+        {"name": "burst-small", "count": 2, "cpus": 1, "ram_mib": 2048, "preemptible": True},
     ]}
-    with LocalCluster(spec, agent_ping_timeout_seconds=1.0) as cluster:
+    with LocalCluster(spec, agent_ping_timeout_s=1.0) as cluster:
         cluster.master_url            # "http://127.0.0.1:PORT": POST /api/v1/scheduler, /api/v1, GET /version
         cluster.agents                # [AgentInfo(id, cluster, preemptible, instance_type, attributes,
                                       #            imds_url, port, node_id, total, instance_id)], in agent-id order
@@ -14,10 +14,10 @@
         cluster.interrupt(agent_id, notice_seconds=2.0)   # IMDS shows the notice; the agent dies at that time
         cluster.interrupt(agent_id, rebalance_only=True)  # only a rebalance recommendation
         cluster.kill_agent(agent_id)  # dies now, without notice: offers rescinded at once, tasks reported
-                                      # TASK_UNREACHABLE / TASK_LOST after agent_ping_timeout_seconds
+                                      # TASK_UNREACHABLE / TASK_LOST after agent_ping_timeout_s
         cluster.status()              # the /plastic/status document (agents, resources, tasks, frameworks)
         cluster.sandbox(task_id)      # Path of the task's sandbox (stdout, stderr files)
-        cluster.refresh()             # re-read agents (with replace_after_seconds, lost agents come back
+        cluster.refresh()             # re-read agents (with replace_after_s, lost agents come back
                                       # as new agents with new ids)
         cluster.log_tail()            # the cluster's log (verbose=1|2 for more)
         cluster.restart_master(downtime_s=0.5)  # master failover: SIGKILL, then a new master on the same
@@ -35,14 +35,14 @@ JSON, YAML text, or a plastic.local.config.ClusterSpec.  The child runs
 test process (it stops by itself if that dies), and is stopped with
 SIGTERM (then SIGKILL of its process group and of any task left) by `stop()`.
 
-With `lease_file=F, lease_seconds=N` the child does not watch its parent: it stops by itself when
+With `lease_file=F, lease_s=N` the child does not watch its parent: it stops by itself when
 F is not touched (`touch_lease()`) for N seconds, so it outlives an owner that is killed and
 restarted within N seconds (`plastic run --resume`).  `LocalCluster.attach(workdir)` takes over
 such a running cluster from its state file; its `stop()` stops it like the original owner would.
 
 Defaults are those of a real master except where tests need speed: pass
-`agent_ping_timeout_seconds=1.0` to see agent losses after one second, and
-`heartbeat_seconds` to see HEARTBEAT events more often.
+`agent_ping_timeout_s=1.0` to see agent losses after one second, and
+`heartbeat_s` to see HEARTBEAT events more often.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from typing import Any, Self
 import httpx
 
 from plastic.core.errors import PlasticError
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import supervisor as sup
 from plastic.local.config import ClusterSpec, coerce_spec
 
@@ -88,28 +89,28 @@ class AgentInfo:
 class LocalCluster:
     """A running local cluster in a child process (see the module docstring)."""
 
-    def __init__(self, spec_or_yaml: Any, *, heartbeat_seconds: float = 15.0,
-                 agent_ping_timeout_seconds: float = 15.0, interrupt_rate: float | None = None,
-                 interrupt_notice_seconds: float = 120.0, seed: int | None = None,
-                 update_retry_seconds: float = 10.0, kill_grace_seconds: float = 3.0,
-                 replace_after_seconds: float | None = None,
+    def __init__(self, spec_or_yaml: Any, *, heartbeat_s: float = 15.0,
+                 agent_ping_timeout_s: float = 15.0, interrupt_rate: float | None = None,
+                 interrupt_notice_s: float = INTERRUPTION_NOTICE_S, seed: int | None = None,
+                 update_retry_s: float = 10.0, kill_grace_s: float = 3.0,
+                 replace_after_s: float | None = None,
                  workdir: str | os.PathLike[str] | None = None, start_timeout: float = 30.0,
                  verbose: int = 0, lease_file: str | os.PathLike[str] | None = None,
-                 lease_seconds: float | None = None, boot_s: float = 0.0, refuse_spot: str = ""):
+                 lease_s: float | None = None, boot_s: float = 0.0, refuse_spot: str = ""):
         self.spec: ClusterSpec = coerce_spec(spec_or_yaml)
-        self.heartbeat_seconds = heartbeat_seconds
-        self.agent_ping_timeout_seconds = agent_ping_timeout_seconds
+        self.heartbeat_s = heartbeat_s
+        self.agent_ping_timeout_s = agent_ping_timeout_s
         self.interrupt_rate = interrupt_rate
-        self.interrupt_notice_seconds = interrupt_notice_seconds
+        self.interrupt_notice_s = interrupt_notice_s
         self.seed = seed
-        self.update_retry_seconds = update_retry_seconds
-        self.kill_grace_seconds = kill_grace_seconds
-        self.replace_after_seconds = replace_after_seconds
+        self.update_retry_s = update_retry_s
+        self.kill_grace_s = kill_grace_s
+        self.replace_after_s = replace_after_s
         self.start_timeout = start_timeout
         self.verbose = verbose
         self.workdir = Path(workdir) if workdir is not None else None
         self.lease_file = Path(lease_file) if lease_file is not None else None
-        self.lease_seconds = lease_seconds if lease_file is not None else None
+        self.lease_s = lease_s if lease_file is not None else None
         self.boot_s = boot_s
         self.refuse_spot = refuse_spot
         self.master_url: str = ""
@@ -124,7 +125,7 @@ class LocalCluster:
 
     @classmethod
     def attach(cls, workdir: str | os.PathLike[str], *, lease_file: str | os.PathLike[str] | None = None,
-               lease_seconds: float | None = None, timeout: float = 5.0) -> LocalCluster:
+               lease_s: float | None = None, timeout: float = 5.0) -> LocalCluster:
         """Take over a cluster already serving from `workdir` (started by another process, e.g. a
         `plastic run` that was killed).  Raises RuntimeError when none answers there."""
         wd = Path(workdir)
@@ -137,7 +138,7 @@ class LocalCluster:
         except httpx.HTTPError as exc:
             raise RuntimeError(f"the local cluster at {doc['master_url']} does not answer ({exc})") from None
         spec = ClusterSpec.from_json((wd / "spec.json").read_text())
-        self = cls(spec, workdir=wd, lease_file=lease_file, lease_seconds=lease_seconds)
+        self = cls(spec, workdir=wd, lease_file=lease_file, lease_s=lease_s)
         self._attached = True
         self.pid = int(doc["pid"])
         self.master_url = doc["master_url"]
@@ -177,7 +178,7 @@ class LocalCluster:
         return resp.json() if resp.content else {}
 
     def touch_lease(self) -> None:
-        """Renew the lease (with lease_file): the cluster lives lease_seconds more."""
+        """Renew the lease (with lease_file): the cluster lives lease_s more."""
         if self.lease_file is not None:
             sup.touch_lease(self.lease_file)
 
@@ -209,15 +210,15 @@ class LocalCluster:
         # the n-th restart runs with seed + n.
         seed = None if self.seed is None else self.seed + self.master_restarts
         args = sup.serve_args(source_flag="--spec", source=str(spec_file), port=port, workdir=str(self.workdir),
-                              state_file=str(state_file), heartbeat=self.heartbeat_seconds,
-                              ping_timeout=self.agent_ping_timeout_seconds, interrupt_rate=self.interrupt_rate,
-                              notice=self.interrupt_notice_seconds, seed=seed,
-                              update_retry=self.update_retry_seconds, kill_grace=self.kill_grace_seconds,
-                              replace_after=self.replace_after_seconds,
+                              state_file=str(state_file), heartbeat=self.heartbeat_s,
+                              ping_timeout=self.agent_ping_timeout_s, interrupt_rate=self.interrupt_rate,
+                              notice=self.interrupt_notice_s, seed=seed,
+                              update_retry=self.update_retry_s, kill_grace=self.kill_grace_s,
+                              replace_after=self.replace_after_s,
                               parent_pid=None if self.lease_file is not None else os.getpid(),
                               remove_workdir=self._tmp is not None, verbose=self.verbose,
                               lease_file=None if self.lease_file is None else str(self.lease_file),
-                              lease_seconds=self.lease_seconds, boot=self.boot_s, refuse_spot=self.refuse_spot)
+                              lease_s=self.lease_s, boot=self.boot_s, refuse_spot=self.refuse_spot)
         deadline = time.monotonic() + self.start_timeout
         while True:
             try:
@@ -347,12 +348,12 @@ class LocalCluster:
         resp.raise_for_status()
         return resp.json()
 
-    def interrupt(self, agent_id: str, notice_seconds: float = 120.0, *, rebalance_only: bool = False) -> dict:
+    def interrupt(self, agent_id: str, notice_seconds: float = INTERRUPTION_NOTICE_S, *, rebalance_only: bool = False) -> dict:
         """Schedule a spot interruption: the agent's IMDS shows it now, the agent dies after notice_seconds."""
         return self._post("/plastic/interrupt", {"agent_id": agent_id, "notice_seconds": notice_seconds,
                                                  "rebalance_only": rebalance_only})["interrupted"][0]
 
-    def interrupt_cluster(self, cluster: str, notice_seconds: float = 120.0) -> list[dict]:
+    def interrupt_cluster(self, cluster: str, notice_seconds: float = INTERRUPTION_NOTICE_S) -> list[dict]:
         return self._post("/plastic/interrupt", {"cluster": cluster, "notice_seconds": notice_seconds})["interrupted"]
 
     def kill_agent(self, agent_id: str) -> None:

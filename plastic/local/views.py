@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from plastic.local import protocol as P
-from plastic.local.state import Agent, Framework, MasterState, Task
+from plastic.local.state import Agent, MasterState, RegisteredFramework, Task
 
 AGENT_CAPABILITIES = ["MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "RESOURCE_PROVIDER",
                       "RESIZE_VOLUME", "AGENT_OPERATION_FEEDBACK", "AGENT_DRAINING", "TASK_RESOURCE_LIMITS"]
@@ -72,7 +72,7 @@ def get_tasks(state: MasterState) -> dict[str, Any]:
                                                "completed_tasks": completed}}
 
 
-def framework_json(state: MasterState, fw: Framework, *, completed: bool = False) -> dict[str, Any]:
+def framework_json(state: MasterState, fw: RegisteredFramework, *, completed: bool = False) -> dict[str, Any]:
     info = {k: fw.info[k] for k in FRAMEWORK_INFO_ORDER if k in fw.info}
     info.update({k: v for k, v in fw.info.items() if k not in info})
     d: dict[str, Any] = {

@@ -7,6 +7,13 @@ Implementations: `local` (the local Mesos-API cluster adds and removes agents), 
 that records every call and answers as told, for tests), and later `ec2`.
 """
 
-from plastic.providers.base import CapacityError, CreateResult, NodeRequest, Provider, ProviderError, ProviderNode
+from plastic.providers.base import (
+    CapacityError,
+    CreateResult,
+    NodeRequest,
+    Provider,
+    ProviderError,
+    ProviderNode,
+)
 
 __all__ = ["CapacityError", "CreateResult", "NodeRequest", "Provider", "ProviderError", "ProviderNode"]

@@ -19,7 +19,13 @@ import httpx
 
 from plastic.core.elastic_model import NodeState
 from plastic.core.model import Market
-from plastic.providers.base import CapacityError, CreateResult, NodeRequest, ProviderError, ProviderNode
+from plastic.providers.base import (
+    CapacityError,
+    CreateResult,
+    NodeRequest,
+    ProviderError,
+    ProviderNode,
+)
 
 AGENTS_PATH = "/plastic/v1/agents"
 TIMEOUT_S = 10.0

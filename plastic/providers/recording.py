@@ -11,7 +11,12 @@ from dataclasses import replace
 
 from plastic.core.elastic_model import NodeState
 from plastic.core.model import Market
-from plastic.providers.base import CapacityError, CreateResult, NodeRequest, ProviderNode
+from plastic.providers.base import (
+    CapacityError,
+    CreateResult,
+    NodeRequest,
+    ProviderNode,
+)
 
 
 class RecordingProvider:

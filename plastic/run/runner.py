@@ -49,8 +49,15 @@ from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
 from plastic.core.recovery import toil_start
-from plastic.core.report import AgentSpan, KnownAgent, RunReport, build_report, price_agents
+from plastic.core.report import (
+    AgentSpan,
+    KnownAgent,
+    RunReport,
+    build_report,
+    price_agents,
+)
 from plastic.core.run_end import run_end
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.fileio import write_atomically
 from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.events import EventFollower
@@ -88,7 +95,7 @@ class RunRequest:
     catalog_path: str | None = None
     max_agents: int = 8
     interrupt_rate: float | None = None
-    notice_seconds: float = 120.0
+    notice_seconds: float = INTERRUPTION_NOTICE_S
     seed: int | None = None
     toil_args: tuple[str, ...] = ()
     static: bool = False  # the plan's cluster, fixed (else elastic: it grows and shrinks with the work)
@@ -198,7 +205,7 @@ def cluster_spec(shape: LocalShape, source: str):
     from plastic.core.model import Market
     from plastic.local.config import AgentSpec, ClusterSpec
 
-    agents = tuple(AgentSpec(cluster=n.cluster, cpus=float(n.capacity.vcpus), mem_mib=float(n.capacity.ram_mib),
+    agents = tuple(AgentSpec(cluster=n.cluster, cpus=float(n.capacity.vcpus), ram_mib=float(n.capacity.ram_mib),
                              preemptible=n.market is Market.SPOT, instance_type=n.instance_type, node_id=n.id)
                    for n in shape.nodes)
     return ClusterSpec(agents, source, tuple(dict.fromkeys(a.cluster for a in agents)))
@@ -336,7 +343,7 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
     if attach:
         try:
             doc = json.loads((run_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
-            cluster = LocalCluster.attach(doc["workdir"], lease_file=lease, lease_seconds=LEASE_S)
+            cluster = LocalCluster.attach(doc["workdir"], lease_file=lease, lease_s=LEASE_S)
             display.note(f"re-attached to the local cluster at {cluster.master_url}")
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             display.note(f"the run's local cluster is gone ({exc}); starting a new one")
@@ -349,10 +356,10 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
             notes.append(f"elastic cluster: starts with {len(shape.nodes)} of the plan's {len(plan.nodes)} node(s) "
                          f"(the on-demand ones and the first wave's) and grows with the queued work")
         notes.extend(shape.notes)
-        cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_seconds=5.0,
+        cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_s=5.0,
                                interrupt_rate=request.interrupt_rate,
-                               interrupt_notice_seconds=request.notice_seconds, seed=request.seed,
-                               lease_file=lease, lease_seconds=LEASE_S, boot_s=request.boot_s,
+                               interrupt_notice_s=request.notice_seconds, seed=request.seed,
+                               lease_file=lease, lease_s=LEASE_S, boot_s=request.boot_s,
                                refuse_spot=request.refuse_spot)
         cluster.start()
         write_atomically(run_dir / CLUSTER_FILE, json.dumps({"workdir": str(cluster.workdir), "pid": cluster.pid,
@@ -479,7 +486,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                          report_path=Path(saved["report_path"]) if saved.get("report_path") else None,
                          run_dir=run_dir, run_id=run_id, catalog_path=saved.get("catalog_path"),
                          max_agents=int(saved.get("max_agents") or 8), interrupt_rate=saved.get("interrupt_rate"),
-                         notice_seconds=float(saved.get("notice_seconds") or 120.0), seed=saved.get("seed"),
+                         notice_seconds=float(saved.get("notice_seconds") or INTERRUPTION_NOTICE_S), seed=saved.get("seed"),
                          toil_args=tuple(saved.get("toil_args") or ()), static=bool(saved.get("static", True)),
                          max_nodes=saved.get("max_nodes"), idle_s=float(saved.get("idle_s") or 60.0),
                          budget_per_hour=saved.get("budget_per_hour"), budget_usd=saved.get("budget_usd"),

@@ -36,7 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plastic.core.lifecycle import RunState, TransitionError
-from plastic.core.recovery import MAX_RESUMES, FailRun, ResumeRun, child_ended, orphaned_run, queue_again
+from plastic.core.recovery import (
+    MAX_RESUMES,
+    FailRun,
+    ResumeRun,
+    child_ended,
+    orphaned_run,
+    queue_again,
+)
 from plastic.procs import cmdline_mentions, pid_alive
 from plastic.run.runner import RUN_FILE
 from plastic.store import RunRecord, Store

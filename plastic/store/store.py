@@ -28,6 +28,7 @@ from redis.client import Pipeline
 from redis.exceptions import ResponseError
 
 from plastic.core.lifecycle import AgentState, RunState, TaskState
+from plastic.core.stats import percentile
 from plastic.store.errors import translate
 from plastic.store.keys import DEFAULT_PREFIX, Keys, check_run_id
 from plastic.store.records import (
@@ -52,7 +53,6 @@ from plastic.store.scripts import (
     LuaScript,
     counted_pairs,
 )
-from plastic.core.stats import percentile
 from plastic.store.transitions import TransitionCall, run_script, split_fields
 
 # Task states in which a task occupies an agent.

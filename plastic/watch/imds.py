@@ -21,9 +21,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import httpx
+
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,6 @@ TOKEN_HEADER = "X-aws-ec2-metadata-token"
 MAX_TOKEN_TTL_S = 21600
 FALLBACK_STATUSES = frozenset({403, 404, 405})
 V2_RETRY_S = 300.0  # in v1 fallback, try for a token again this often
-DEFAULT_WINDOW_S = 120.0  # AWS's two-minute warning, when an instance-action cannot be read
 
 
 class ImdsError(Exception):
@@ -45,12 +45,12 @@ class ImdsError(Exception):
 # ------------------------------------------------------------------ pure parsing
 
 
-def parse_time(text: str) -> float:
-    """ISO-8601 ("2026-01-01T12:00:00Z", offsets and fractions too; no zone means UTC) -> epoch seconds."""
-    t = datetime.fromisoformat(text.strip())
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.timestamp()
+def _time(text: str) -> float:
+    """An ISO-8601 time (plastic.core.spot_events.parse_time) -> epoch seconds; ValueError if it is none."""
+    when = parse_time(text)
+    if when is None:
+        raise ValueError(f"not a time: {text!r}")
+    return when
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +65,15 @@ def parse_instance_action(body: str, now: float) -> InstanceAction:
     with AWS's two minutes from `now`."""
     try:
         doc = json.loads(body)
-        return InstanceAction(str(doc["action"]).lower(), parse_time(str(doc["time"])))
+        return InstanceAction(str(doc["action"]).lower(), _time(str(doc["time"])))
     except (ValueError, KeyError, TypeError):
-        return InstanceAction("unknown", now + DEFAULT_WINDOW_S, readable=False)
+        return InstanceAction("unknown", now + INTERRUPTION_NOTICE_S, readable=False)
 
 
 def parse_rebalance(body: str, now: float) -> float:
     """The rebalance recommendation's noticeTime (epoch seconds); `now` when it cannot be read."""
     try:
-        return parse_time(str(json.loads(body)["noticeTime"]))
+        return _time(str(json.loads(body)["noticeTime"]))
     except (ValueError, KeyError, TypeError):
         return now
 

@@ -20,8 +20,8 @@ from plastic.local.testing import LocalCluster
 from plastic.store import Store
 
 SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": 2, "mem_mib": 2048, "preemptible": False},
-    {"name": "burst", "count": 2, "cpus": 1, "mem_mib": 1024, "preemptible": True},
+    {"name": "core", "count": 1, "cpus": 2, "ram_mib": 2048, "preemptible": False},
+    {"name": "burst", "count": 2, "cpus": 1, "ram_mib": 1024, "preemptible": True},
 ]}
 
 
@@ -40,7 +40,7 @@ class Kinds(RecordListener):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as c:
         yield c
 
 

@@ -27,14 +27,14 @@ VENV_BIN = Path(sys.executable).parent
 TIMEOUT_S = 60
 
 SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": 4, "mem_mib": 8192, "preemptible": False},
-    {"name": "burst", "count": 2, "cpus": 2, "mem_mib": 4096, "preemptible": True},
+    {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False},
+    {"name": "burst", "count": 2, "cpus": 2, "ram_mib": 4096, "preemptible": True},
 ]}
 
 
 @pytest.fixture
 def cluster():
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as c:
         yield c
 
 

@@ -78,8 +78,8 @@ pytestmark = pytest.mark.toil_e2e
 
 RELIABLE_CORES = max(bst.numCores, bst.AbstractBatchSystemJobTest.cpuCount)
 SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": RELIABLE_CORES, "mem_mib": 4096, "preemptible": False},
-    {"name": "burst", "count": 1, "cpus": 2, "mem_mib": 2048, "preemptible": True},
+    {"name": "core", "count": 1, "cpus": RELIABLE_CORES, "ram_mib": 4096, "preemptible": False},
+    {"name": "burst", "count": 1, "cpus": 2, "ram_mib": 2048, "preemptible": True},
 ]}
 
 
@@ -100,7 +100,7 @@ def _environment() -> Iterator[None]:
 
 @pytest.fixture(scope="class")
 def plastic_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
-    with _environment(), LocalCluster(SPEC, agent_ping_timeout_seconds=2.0) as cluster:
+    with _environment(), LocalCluster(SPEC, agent_ping_timeout_s=2.0) as cluster:
         request.cls.cluster = cluster
         yield cluster
 

@@ -34,8 +34,8 @@ TIMEOUT_S = 90
 PARTS = 4
 
 SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": 4, "mem_mib": 8192, "preemptible": False, "instance_type": "m5.xlarge"},
-    {"name": "burst", "count": 2, "cpus": 2, "mem_mib": 4096, "preemptible": True, "instance_type": "c5.large"},
+    {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False, "instance_type": "m5.xlarge"},
+    {"name": "burst", "count": 2, "cpus": 2, "ram_mib": 4096, "preemptible": True, "instance_type": "c5.large"},
 ]}
 TOOLS = {"split": ("split-part.cwl", "plastic_split"), "sort": ("sort-chunk.cwl", "plastic_sort"),
          "merge": ("merge-sorted.cwl", "plastic_merge")}
@@ -43,7 +43,7 @@ TOOLS = {"split": ("split-part.cwl", "plastic_split"), "sort": ("sort-chunk.cwl"
 
 @pytest.fixture
 def cluster():
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as c:
         yield c
 
 

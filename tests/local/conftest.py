@@ -2,7 +2,7 @@
 
     @pytest.fixture(scope="module")
     def cluster():
-        with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as c:
+        with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as c:
             yield c
 
 Tests that kill, drain or interrupt agents take a fresh `fresh_cluster`; the
@@ -22,21 +22,21 @@ from plastic.local.testing import LocalCluster
 from tests.local.rawmesos import Scheduler
 
 SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": 4, "mem_mib": 8192, "preemptible": False, "instance_type": "m5.xlarge"},
-    {"name": "burst-small", "count": 2, "cpus": 1, "mem_mib": 2048, "preemptible": True,
+    {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False, "instance_type": "m5.xlarge"},
+    {"name": "burst-small", "count": 2, "cpus": 1, "ram_mib": 2048, "preemptible": True,
      "instance_type": "c5.large"},
 ]}
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0, kill_grace_seconds=2.0) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0, kill_grace_s=2.0) as c:
         yield c
 
 
 @pytest.fixture
 def fresh_cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0, kill_grace_seconds=2.0) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0, kill_grace_s=2.0) as c:
         yield c
 
 

@@ -150,8 +150,8 @@ def test_spot_interruption_notice_then_death(fresh_cluster, scheduler):
 
 
 def test_random_interruptions_hit_only_preemptible_agents():
-    with LocalCluster(SPEC, interrupt_rate=120.0, interrupt_notice_seconds=0.2, seed=7,
-                      agent_ping_timeout_seconds=0.2) as c:
+    with LocalCluster(SPEC, interrupt_rate=120.0, interrupt_notice_s=0.2, seed=7,
+                      agent_ping_timeout_s=0.2) as c:
         def all_burst_gone():
             agents = c.status()["agents"]
             gone = {a["cluster"] for a in agents if a["status"] in ("dead", "removed")}
@@ -196,7 +196,7 @@ def test_agent_death_also_kills_processes_that_left_the_task_group(fresh_cluster
 
 
 def test_lost_agents_can_be_replaced(scheduler):
-    with LocalCluster(SPEC, replace_after_seconds=0.1, agent_ping_timeout_seconds=5.0) as c:
+    with LocalCluster(SPEC, replace_after_s=0.1, agent_ping_timeout_s=5.0) as c:
         s = scheduler(c.master_url)
         victim = c.agents_in("burst-small")[0]
         s.take_offer(lambda o: o["agent_id"]["value"] == victim.id)

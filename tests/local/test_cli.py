@@ -41,30 +41,41 @@ def test_example_cluster_file_is_valid():
 def test_plan_makes_one_agent_per_node():
     spec = spec_from_plan_doc(PLAN)
     core, burst = spec.agents
-    assert (core.cpus, core.mem_mib, core.preemptible, core.node_id) == (4, 8192, False, "core-1")
+    assert (core.cpus, core.ram_mib, core.preemptible, core.node_id) == (4, 8192, False, "core-1")
     assert burst.preemptible and dict(burst.all_attributes()) == {"preemptible": "true", "cluster": "burst",
                                                                   "instance_type": "m5.large"}
 
 
 @pytest.mark.parametrize("text, field, message", [
     ("clusters: []\n", "clusters", "non-empty"),
-    ("clusters:\n  - {name: a, count: 1, cpus: 0, mem_mib: 10, preemptible: false}\n", "clusters[0].cpus", "> 0"),
-    ("clusters:\n  - {name: a, count: 1.5, cpus: 1, mem_mib: 10, preemptible: false}\n", "clusters[0].count",
+    ("clusters:\n  - {name: a, count: 1, cpus: 0, ram_mib: 10, preemptible: false}\n", "clusters[0].cpus", "> 0"),
+    ("clusters:\n  - {name: a, count: 1.5, cpus: 1, ram_mib: 10, preemptible: false}\n", "clusters[0].count",
      "integer"),
-    ("clusters:\n  - {name: a, count: 1, cpus: 1, mem_mib: 10, preemptible: maybe}\n",
+    ("clusters:\n  - {name: a, count: 1, cpus: 1, ram_mib: 10, preemptible: maybe}\n",
      "clusters[0].preemptible", "true or false"),
-    ("clusters:\n  - {name: a, count: 1, cpus: 1, mem_mib: 10}\n", "clusters[0].preemptible", "required"),
-    ("clusters:\n  - {name: a, count: 1, cpus: 1, mem_mib: 10, preemptible: true, gpus: 1}\n",
+    ("clusters:\n  - {name: a, count: 1, cpus: 1, ram_mib: 10}\n", "clusters[0].preemptible", "required"),
+    ("clusters:\n  - {name: a, count: 1, cpus: 1, ram_mib: 10, preemptible: true, gpus: 1}\n",
      "clusters[0].gpus", "unknown key"),
-    ("clusters:\n  - {name: 'a b', count: 1, cpus: 1, mem_mib: 10, preemptible: true}\n", "clusters[0].name", "name"),
+    ("clusters:\n  - {name: 'a b', count: 1, cpus: 1, ram_mib: 10, preemptible: true}\n", "clusters[0].name", "name"),
     ("clusters: [\n", "line", "not valid YAML"),
     ("nodes: []\n", "nodes", "unknown key"),
+    ("clusters:\n  - {name: a, count: 1, cpus: 1, ram_mib: 10, mem_mib: 10, preemptible: true}\n",
+     "clusters[0].mem_mib", "ram_mib only"),
+    ("clusters:\n  - {name: a, count: 1, cpus: 1, preemptible: true}\n", "clusters[0].ram_mib", "required"),
 ])
 def test_bad_cluster_file_is_one_line_exit_2(tmp_path, text, field, message):
     path = tmp_path / "CLUSTER.yaml"
     path.write_text(text)
     res = plastic("local", "up", "--cluster", path, "--port", "0")
     assert_one_line_error(res, str(path), field, message)
+
+
+def test_mem_mib_the_older_name_of_ram_mib_is_still_read(tmp_path):
+    from plastic.local.config import load_cluster_file
+
+    path = tmp_path / "CLUSTER.yaml"
+    path.write_text("clusters:\n  - {name: a, count: 2, cpus: 1, mem_mib: 640, preemptible: true}\n")
+    assert [a.ram_mib for a in load_cluster_file(str(path)).agents] == [640.0, 640.0]
 
 
 def test_bad_plan_and_missing_files(tmp_path):

@@ -12,7 +12,7 @@ from plastic.local import supervisor as sup
 from plastic.local.testing import LocalCluster
 from plastic.procs import pid_alive
 
-SPEC = {"clusters": [{"name": "core", "count": 1, "cpus": 1, "mem_mib": 512, "preemptible": False}]}
+SPEC = {"clusters": [{"name": "core", "count": 1, "cpus": 1, "ram_mib": 512, "preemptible": False}]}
 
 
 def test_lease_expired(tmp_path):
@@ -25,9 +25,9 @@ def test_lease_expired(tmp_path):
 
 def test_attach_and_stop(tmp_path):
     lease = tmp_path / "lease"
-    owner = LocalCluster(SPEC, workdir=tmp_path / "wd", lease_file=lease, lease_seconds=30.0).start()
+    owner = LocalCluster(SPEC, workdir=tmp_path / "wd", lease_file=lease, lease_s=30.0).start()
     try:
-        attached = LocalCluster.attach(tmp_path / "wd", lease_file=lease, lease_seconds=30.0)
+        attached = LocalCluster.attach(tmp_path / "wd", lease_file=lease, lease_s=30.0)
         assert attached.master_url == owner.master_url and attached.pid == owner.pid
         assert [a.id for a in attached.agents] == [a.id for a in owner.agents]
         assert attached.running
@@ -43,7 +43,7 @@ def test_attach_and_stop(tmp_path):
 
 def test_lapsed_lease_stops_the_cluster(tmp_path):
     lease = tmp_path / "lease"
-    cluster = LocalCluster(SPEC, workdir=tmp_path / "wd", lease_file=lease, lease_seconds=3.0).start()
+    cluster = LocalCluster(SPEC, workdir=tmp_path / "wd", lease_file=lease, lease_s=3.0).start()
     try:
         assert httpx.get(cluster.master_url + "/version", timeout=5).status_code == 200
         for _ in range(12):  # renewed: still there after more than the lease

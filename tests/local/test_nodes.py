@@ -30,7 +30,7 @@ def registered(cluster: LocalCluster) -> dict[str, dict]:
 
 
 def test_an_added_agent_boots_registers_is_offered_and_runs_a_task(scheduler):
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0, boot_s=0.0) as cluster:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0, boot_s=0.0) as cluster:
         assert {n["state"] for n in cluster.nodes()} == {"ready"} and len(cluster.nodes()) == 3
         s = scheduler(cluster.master_url)
         s.offers()  # the first offers, of the agents it started with
@@ -60,7 +60,7 @@ def test_an_added_agent_boots_registers_is_offered_and_runs_a_task(scheduler):
 
 
 def test_terminate_rescinds_offers_and_loses_running_tasks(scheduler):
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as cluster:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as cluster:
         s = scheduler(cluster.master_url)
         (new,) = cluster.add_agents(cluster="core-late", cpus=2, ram_mib=2048)
         agent = new["agent_id"]
@@ -82,7 +82,7 @@ def test_terminate_rescinds_offers_and_loses_running_tasks(scheduler):
 
 
 def test_a_terminated_booting_agent_never_registers():
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as cluster:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as cluster:
         (new,) = cluster.add_agents(cluster="slow", cpus=1, ram_mib=1024, boot_s=1.0)
         cluster.terminate_agent(new["agent_id"])
         time.sleep(1.5)

@@ -200,7 +200,7 @@ def test_decline_filter_and_revive(cluster, scheduler):  # transcripts 26, 28
 
 
 def test_decline_filter_holds_for_its_duration():
-    with LocalCluster({"clusters": [{"name": "c", "count": 1, "cpus": 1, "mem_mib": 256, "preemptible": False}]}) \
+    with LocalCluster({"clusters": [{"name": "c", "count": 1, "cpus": 1, "ram_mib": 256, "preemptible": False}]}) \
             as c:
         from tests.local.rawmesos import Scheduler
 
@@ -244,7 +244,7 @@ def test_invalid_accepts(cluster, scheduler):  # transcripts 61-64
     s.accept(["no-such-offer"], [task_info("bogus-offer-task", agent, {"value": "true"}, cpus=0.1)])
     st = s.wait_update("bogus-offer-task", "TASK_DROPPED")
     assert (st["reason"], st["source"]) == ("REASON_INVALID_OFFERS", "SOURCE_MASTER")
-    assert st["message"] == "Task launched with invalid offers: Offer no-such-offer is no longer valid"
+    assert st["message"] == "Task launched with invalid offers: MasterOffer no-such-offer is no longer valid"
     assert "uuid" not in st
     s.accept([burst["id"]["value"]], [task_info("too-big", agent, {"value": "true", "shell": True}, cpus=8)])
     st = s.wait_update("too-big", "TASK_ERROR")
@@ -323,7 +323,7 @@ def test_operator_views(cluster, scheduler):  # transcripts 29, 36, 37
 
 
 def test_unacknowledged_updates_are_resent_and_do_not_block_others():
-    with LocalCluster(SPEC, update_retry_seconds=0.3, heartbeat_seconds=0.2) as c:
+    with LocalCluster(SPEC, update_retry_s=0.3, heartbeat_s=0.2) as c:
         from tests.local.rawmesos import Scheduler
 
         s = Scheduler(c.master_url, auto_ack=False)

@@ -10,7 +10,7 @@ from plastic.local import calls
 from plastic.local.config import AgentSpec
 from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
 from plastic.local.protocol import CallError
-from plastic.local.resources import Resources
+from plastic.local.resources import ResourceBag
 from plastic.local.state import MasterState
 
 T0 = 1_800_000_000.0
@@ -78,7 +78,7 @@ def test_launch_accounts_resources_and_frees_them_at_the_terminal_status():
     eff = launch(st, fw, offer, "t1", cpus=0.5, mem=512)
     assert [type(e) for e in eff] == [Launch]
     agent = st.agents["m-S1"]
-    assert agent.used == Resources.of(cpus=0.5, mem=512) and not agent.offered
+    assert agent.used == ResourceBag.of(cpus=0.5, mem=512) and not agent.offered
     # The 0.5 cpus left are filtered for the default 5 s...
     assert "m-S1" not in offers_by_agent(st.allocate(T0 + 1))
     # ...but offered again once more frees up (not a subset of the filter any more).
@@ -87,7 +87,7 @@ def test_launch_accounts_resources_and_frees_them_at_the_terminal_status():
     status_eff = st.task_status("m-S1", fid, "t1", {"state": "TASK_FINISHED", "uuid": "b",
                                                     "task_id": {"value": "t1"}}, T0 + 1)
     assert status_eff == []  # queued behind the unacknowledged TASK_STARTING
-    assert agent.used == Resources()
+    assert agent.used == ResourceBag()
     assert offers_by_agent(st.allocate(T0 + 1))["m-S1"]["resources"][1]["scalar"]["value"] == 1.0
     st.validate()
 
@@ -192,7 +192,7 @@ def test_disconnected_framework_removed_after_failover_timeout():
     assert st.advance(T0 + 30) == []
     (kill,) = st.advance(T0 + 31)
     assert kill == Kill("m-S0", fid, "t", silent=True, grace_s=3.0)
-    assert fid in st.completed_frameworks and st.agents["m-S0"].used == Resources()
+    assert fid in st.completed_frameworks and st.agents["m-S0"].used == ResourceBag()
     with pytest.raises(CallError) as err:
         st.check_call(fid, "s1")
     assert (err.value.status, err.value.message) == (400, "Framework cannot be found")
@@ -294,16 +294,16 @@ def test_teardown_kills_silently_and_ends_the_stream():
 
 
 def test_resources_arithmetic_is_exact():
-    r = Resources.of(cpus=1)
+    r = ResourceBag.of(cpus=1)
     for _ in range(10):
-        r = r - Resources.of(cpus=0.1)
-    assert r == Resources()
-    ports = Resources({}, {"ports": [(31000, 32000)]})
-    left = ports - Resources({}, {"ports": [(31000, 31000), (31500, 31600)]})
+        r = r - ResourceBag.of(cpus=0.1)
+    assert r == ResourceBag()
+    ports = ResourceBag({}, {"ports": [(31000, 32000)]})
+    left = ports - ResourceBag({}, {"ports": [(31000, 31000), (31500, 31600)]})
     assert left.ranges["ports"] == [(31001, 31499), (31601, 32000)]
-    assert ports.contains(Resources({}, {"ports": [(31010, 31020)]}))
-    assert not left.contains(Resources({}, {"ports": [(31000, 31001)]}))
-    assert Resources.of(cpus=8, mem=32).describe() == "cpus(allocated: *):8; mem(allocated: *):32"
+    assert ports.contains(ResourceBag({}, {"ports": [(31010, 31020)]}))
+    assert not left.contains(ResourceBag({}, {"ports": [(31000, 31001)]}))
+    assert ResourceBag.of(cpus=8, mem=32).describe() == "cpus(allocated: *):8; mem(allocated: *):32"
 
 
 # ---------------------------------------------------------------- master failover: re-registration rules

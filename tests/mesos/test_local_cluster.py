@@ -25,8 +25,8 @@ from .zookeeper import zookeeper_server
 LocalCluster = pytest.importorskip("plastic.local.testing").LocalCluster
 
 SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": 4, "mem_mib": 8192, "preemptible": False},
-    {"name": "burst-small", "count": 2, "cpus": 1, "mem_mib": 2048, "preemptible": True},
+    {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False},
+    {"name": "burst-small", "count": 2, "cpus": 1, "ram_mib": 2048, "preemptible": True},
 ]}
 FAST = {"backoff_initial_s": 0.05, "backoff_max_s": 0.5, "stop_timeout_s": 5}
 
@@ -97,13 +97,13 @@ class Launcher(Recorder):
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0, kill_grace_seconds=2.0) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0, kill_grace_s=2.0) as c:
         yield c
 
 
 @pytest.fixture
 def fresh_cluster() -> Iterator[Any]:
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0, kill_grace_seconds=2.0, heartbeat_seconds=0.5) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0, kill_grace_s=2.0, heartbeat_s=0.5) as c:
         yield c
 
 

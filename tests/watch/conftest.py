@@ -6,10 +6,10 @@ import pytest
 
 from plastic.local.testing import LocalCluster
 
-SPEC = {"clusters": [{"name": "burst", "count": 3, "cpus": 1, "mem_mib": 512, "preemptible": True}]}
+SPEC = {"clusters": [{"name": "burst", "count": 3, "cpus": 1, "ram_mib": 512, "preemptible": True}]}
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(SPEC, agent_ping_timeout_seconds=1.0) as c:
+    with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as c:
         yield c
