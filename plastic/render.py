@@ -41,10 +41,10 @@ def plan_as_table(plan: Plan, *, width: int | None = None) -> str:
                       f"{c.usd_per_hour:.4f}", band)
     console.print(table)
     lines = [
-        f"cost:                {plan.cost_per_hour:.4f} $/h",
-        f"same nodes on-demand: {plan.on_demand_cost_per_hour:.4f} $/h "
+        f"cost:                {plan.usd_per_hour:.4f} $/h",
+        f"same nodes on-demand: {plan.on_demand_usd_per_hour:.4f} $/h "
         f"(savings {100 * plan.savings_vs_on_demand:.1f}%)",
-        f"lower bound (LP):    {plan.lower_bound_per_hour:.4f} $/h "
+        f"lower bound (LP):    {plan.lower_bound_usd_per_hour:.4f} $/h "
         f"(plan is {100 * (plan.ratio_to_lower_bound - 1):.1f}% above it)",
     ]
     if plan.budget_usd_per_hour is not None:

@@ -43,9 +43,9 @@ class Cluster:
 class Plan:
     tasks: tuple[TaskSpec, ...]
     nodes: tuple[PlannedNode, ...]
-    cost_per_hour: float
-    on_demand_cost_per_hour: float  # the same nodes, all bought on demand
-    lower_bound_per_hour: float
+    usd_per_hour: float
+    on_demand_usd_per_hour: float  # the same nodes, all bought on demand
+    lower_bound_usd_per_hour: float
     mode: str  # "concurrent" | "waves" | "budget"
     assumptions: tuple[str, ...] = ()
     strategy: str = ""
@@ -68,15 +68,15 @@ class Plan:
 
     @property
     def savings_vs_on_demand(self) -> float:
-        if self.on_demand_cost_per_hour <= 0:
+        if self.on_demand_usd_per_hour <= 0:
             return 0.0
-        return 1.0 - self.cost_per_hour / self.on_demand_cost_per_hour
+        return 1.0 - self.usd_per_hour / self.on_demand_usd_per_hour
 
     @property
     def ratio_to_lower_bound(self) -> float:
-        if self.lower_bound_per_hour <= 0:
+        if self.lower_bound_usd_per_hour <= 0:
             return 1.0
-        return self.cost_per_hour / self.lower_bound_per_hour
+        return self.usd_per_hour / self.lower_bound_usd_per_hour
 
 
 def _r(x: float) -> float:
@@ -123,9 +123,9 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
             }
             for n in plan.nodes
         ],
-        "cost_per_hour": _r(plan.cost_per_hour),
-        "on_demand_cost_per_hour": _r(plan.on_demand_cost_per_hour),
-        "lower_bound_per_hour": _r(plan.lower_bound_per_hour),
+        "cost_per_hour": _r(plan.usd_per_hour),
+        "on_demand_cost_per_hour": _r(plan.on_demand_usd_per_hour),
+        "lower_bound_per_hour": _r(plan.lower_bound_usd_per_hour),
         "savings_vs_on_demand": round(plan.savings_vs_on_demand, 4),
         "ratio_to_lower_bound": round(plan.ratio_to_lower_bound, 4),
     }
@@ -166,9 +166,9 @@ def plan_from_json(doc: Any, *, source: str = "plan") -> Plan:
     reserve = doc.get("reserve") or {}
     return Plan(
         tasks=tasks, nodes=nodes,
-        cost_per_hour=float(_need(doc, "cost_per_hour", "", source)),
-        on_demand_cost_per_hour=float(doc.get("on_demand_cost_per_hour", 0.0)),
-        lower_bound_per_hour=float(doc.get("lower_bound_per_hour", 0.0)),
+        usd_per_hour=float(_need(doc, "cost_per_hour", "", source)),
+        on_demand_usd_per_hour=float(doc.get("on_demand_cost_per_hour", 0.0)),
+        lower_bound_usd_per_hour=float(doc.get("lower_bound_per_hour", 0.0)),
         mode=str(doc.get("mode", "concurrent")), assumptions=tuple(doc.get("assumptions", ())),
         strategy=str(doc.get("strategy", "")),
         reserve=Resources(int(reserve.get("vcpus", 0)), int(reserve.get("ram_mib", 0))),

@@ -397,8 +397,8 @@ def _to_plan(workload: Workload, tasks: list[TaskSpec], nodes: Sequence[PackedNo
     cost = sum(n.usd_per_hour for n in planned)
     od_cost = sum(n.on_demand_usd_per_hour for n in planned)
     return Plan(
-        tasks=tuple(tasks), nodes=tuple(planned), cost_per_hour=cost, on_demand_cost_per_hour=od_cost,
-        lower_bound_per_hour=bound_usd, mode=mode, assumptions=tuple(assumptions), strategy=strategy,
+        tasks=tuple(tasks), nodes=tuple(planned), usd_per_hour=cost, on_demand_usd_per_hour=od_cost,
+        lower_bound_usd_per_hour=bound_usd, mode=mode, assumptions=tuple(assumptions), strategy=strategy,
         reserve=Resources(reserve.vcpus, reserve.ram_mib), budget_usd_per_hour=budget, waves=n_waves,
         catalog_source=catalog.source,
     )

@@ -299,7 +299,7 @@ def execute(request: RunRequest, display: Display | None = None,
         fields = {"workflow": str(request.workflow.resolve()),
                   "job": "" if request.job is None else str(request.job.resolve()),
                   "run_dir": str(run_dir), "outdir": str(request.outdir.resolve()),
-                  "plan_usd_per_hour": plan.cost_per_hour, "pid": os.getpid()}
+                  "plan_usd_per_hour": plan.usd_per_hour, "pid": os.getpid()}
         existing = store.get_run(run_id)
         if existing is None:
             store.create_run(run_id, fields=fields)

@@ -60,7 +60,7 @@ def check_placement(plan: Plan, tasks: list[TaskSpec]) -> None:
 def floor_of(tasks: list[TaskSpec], *, concurrent: bool = False) -> float:
     """The cheapest feasible plan: minimal_cluster, or the unconstrained plan when that is cheaper."""
     full = plan_workload(Workload(tuple(tasks)), CATALOG, options=PlanOptions(concurrent=concurrent))
-    return min(sum(n.shape.usd_per_hour for n in minimal_cluster(tasks, SHAPES)), full.cost_per_hour)
+    return min(sum(n.shape.usd_per_hour for n in minimal_cluster(tasks, SHAPES)), full.usd_per_hour)
 
 
 def test_square_sum_under_budget_buys_spot_capacity():
@@ -70,7 +70,7 @@ def test_square_sum_under_budget_buys_spot_capacity():
     tasks = square_sum(50)
     plan = budget_plan(tasks, 0.3)
     assert plan.mode == "budget"
-    assert plan.cost_per_hour <= 0.3 + 1e-9
+    assert plan.usd_per_hour <= 0.3 + 1e-9
     spot = [n for n in plan.nodes if n.market is Market.SPOT]
     on_demand = [n for n in plan.nodes if n.market is Market.ON_DEMAND]
     assert spot
@@ -87,7 +87,7 @@ def test_square_sum_capacity_grows_with_the_budget():
     plans = [budget_plan(tasks, b) for b in (0.17, 0.2, 0.3, 0.5, 0.78)]
     sizes = [vcpus(p) for p in plans]
     assert sizes == sorted(sizes) and sizes[0] > 2 * BY_TYPE["c5.large"].vcpus
-    assert all(p.cost_per_hour <= b + 1e-9 for p, b in zip(plans, (0.17, 0.2, 0.3, 0.5, 0.78), strict=True))
+    assert all(p.usd_per_hour <= b + 1e-9 for p, b in zip(plans, (0.17, 0.2, 0.3, 0.5, 0.78), strict=True))
     waits = [queued(p) for p in plans if p.mode == "budget"]
     assert waits == sorted(waits, reverse=True)
     assert plans[-1].mode == "waves"  # 0.78 $/h pays for the unconstrained plan
@@ -96,7 +96,7 @@ def test_square_sum_capacity_grows_with_the_budget():
 def test_reliable_work_grows_on_demand_only_and_nothing_useless_is_bought():
     tasks = [TaskSpec(f"r{i}", 2, 2 * GIB, RELIABLE) for i in range(8)]
     plan = budget_plan(tasks, 0.4, concurrent=True)
-    assert plan.mode == "budget" and plan.cost_per_hour <= 0.4 + 1e-9
+    assert plan.mode == "budget" and plan.usd_per_hour <= 0.4 + 1e-9
     # four c5.large on-demand (0.34 $/h) run four tasks at once; the 0.06 $/h left would buy
     # a spot m5.large, which could host none of them
     assert all(n.market is Market.ON_DEMAND for n in plan.nodes)
@@ -141,10 +141,10 @@ def test_budget_plans_are_sound_for_any_budget(tasks, fraction, concurrent):
     floor = floor_of(tasks, concurrent=concurrent)
     for t in tasks:  # the cheapest feasible cluster can run every task
         assert any(shape_holds(t, n.shape) for n in minimal_cluster(tasks, SHAPES))
-    budget = floor + (full.cost_per_hour - floor) * fraction
+    budget = floor + (full.usd_per_hour - floor) * fraction
     plan = budget_plan(tasks, budget, concurrent=concurrent)
-    assert plan.cost_per_hour <= budget + 1e-9
-    assert plan.mode == ("budget" if full.cost_per_hour > budget + 1e-9 else full.mode)
+    assert plan.usd_per_hour <= budget + 1e-9
+    assert plan.mode == ("budget" if full.usd_per_hour > budget + 1e-9 else full.mode)
     assert any(n.market is Market.ON_DEMAND for n in plan.nodes)
     check_placement(plan, tasks)
     if plan.mode == "budget":

@@ -65,7 +65,7 @@ def test_waves_plan_is_cheaper_than_concurrent_and_places_every_task():
     waves = plan_workload(Workload(tuple(tasks)), CATALOG)
     concurrent = plan_workload(Workload(tuple(tasks)), CATALOG, options=PlanOptions(concurrent=True))
     assert waves.mode == "waves" and concurrent.mode == "concurrent"
-    assert waves.cost_per_hour <= concurrent.cost_per_hour + 1e-9
+    assert waves.usd_per_hour <= concurrent.usd_per_hour + 1e-9
     assert all_placed_once(waves) and all_placed_once(concurrent)
     node_of = {i: n for n in waves.nodes for i in n.task_ids}
     assert node_of["merge"].market is Market.ON_DEMAND and node_of["split"].market is Market.ON_DEMAND
@@ -79,7 +79,7 @@ def test_waves_plan_does_not_depend_on_task_order():
     for seed in range(5):
         shuffled = tasks[:]
         random.Random(seed).shuffle(shuffled)
-        costs.add(round(plan_workload(Workload(tuple(shuffled)), CATALOG).cost_per_hour, 9))
+        costs.add(round(plan_workload(Workload(tuple(shuffled)), CATALOG).usd_per_hour, 9))
     assert len(costs) == 1
 
 
@@ -87,11 +87,11 @@ def test_budget_mode_fits_the_budget_and_queues_tasks():
     tasks = fork_join(20)
     full = plan_workload(Workload(tuple(tasks)), CATALOG, options=PlanOptions(concurrent=True))
     floor = sum(n.shape.usd_per_hour for n in minimal_cluster(tasks, _shapes()))
-    budget = (floor + full.cost_per_hour) / 2
+    budget = (floor + full.usd_per_hour) / 2
     limited = plan_workload(Workload(tuple(tasks)), CATALOG,
                             options=PlanOptions(concurrent=True, budget_usd_per_hour=budget))
     assert limited.mode == "budget"
-    assert limited.cost_per_hour <= budget + 1e-9
+    assert limited.usd_per_hour <= budget + 1e-9
     assert all_placed_once(limited)
     assert any("budget-limited" in a for a in limited.assumptions)
     holders = {n.id: n for n in limited.nodes}
