@@ -112,7 +112,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                          redis_url=redis_url, report_path=report_path, run_dir=run_dir, catalog_path=catalog_path,
                          max_agents=max_agents, interrupt_rate=interrupt_rate, notice_seconds=notice_seconds,
                          seed=seed, toil_args=toil_args, run_id=run_id, static=static, max_nodes=max_nodes,
-                         idle_s=60.0 if idle_s is None else idle_s, budget_per_hour=budget_per_hour,
+                         idle_s=60.0 if idle_s is None else idle_s, budget_usd_per_hour=budget_per_hour,
                          budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "")
     display = RichDisplay(console, quiet=quiet)
     result = execute(request, display,

@@ -101,7 +101,7 @@ class RunRequest:
     static: bool = False  # the plan's cluster, fixed (else elastic: it grows and shrinks with the work)
     max_nodes: int | None = None  # elastic: live nodes at most (default: max_agents on a local cluster)
     idle_s: float = 60.0
-    budget_per_hour: float | None = None
+    budget_usd_per_hour: float | None = None
     budget_usd: float | None = None
     boot_s: float = 0.0  # local cluster: how long a new agent takes to boot
     refuse_spot: str = ""  # local cluster: spot types it refuses to create (an emulated shortage; * = all)
@@ -121,8 +121,8 @@ class RunRequest:
                 "--plasticBootSeconds", f"{self.boot_s:g}"]
         if self.catalog_path:
             args += ["--plasticCatalog", str(Path(self.catalog_path).resolve())]
-        if self.budget_per_hour is not None:
-            args += ["--plasticBudgetPerHour", f"{self.budget_per_hour:g}"]
+        if self.budget_usd_per_hour is not None:
+            args += ["--plasticBudgetPerHour", f"{self.budget_usd_per_hour:g}"]
         if self.budget_usd is not None:
             args += ["--plasticBudgetUsd", f"{self.budget_usd:g}"]
         return args
@@ -180,14 +180,14 @@ def make_plan(request: RunRequest) -> Plan:
 
 def check_budget(request: RunRequest, plan: Plan) -> None:
     """An hourly budget must pay for the reliable node the run cannot do without (InputError, exit 2)."""
-    if not request.elastic or request.budget_per_hour is None:
+    if not request.elastic or request.budget_usd_per_hour is None:
         return
     from plastic.catalogs import load_catalog
     from plastic.core.model import node_shapes
 
     floor = reliable_floor(plan.tasks, node_shapes(load_catalog(request.catalog_path)))
-    if floor is not None and request.budget_per_hour < floor.usd_per_hour:
-        raise InputError(f"{request.budget_per_hour:g} USD per hour is below one reliable node ({floor.name} "
+    if floor is not None and request.budget_usd_per_hour < floor.usd_per_hour:
+        raise InputError(f"{request.budget_usd_per_hour:g} USD per hour is below one reliable node ({floor.name} "
                          f"on demand at {floor.usd_per_hour:g} USD per hour)", field="--budget-per-hour")
 
 
@@ -289,7 +289,7 @@ def execute(request: RunRequest, display: Display | None = None,
         "catalog_path": request.catalog_path, "max_agents": request.max_agents,
         "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
         "toil_args": list(request.toil_args), "started_at": time.time(), "static": request.static,
-        "max_nodes": request.max_nodes, "idle_s": request.idle_s, "budget_per_hour": request.budget_per_hour,
+        "max_nodes": request.max_nodes, "idle_s": request.idle_s, "budget_usd_per_hour": request.budget_usd_per_hour,
         "budget_usd": request.budget_usd, "boot_s": request.boot_s, "refuse_spot": request.refuse_spot},
         indent=2) + "\n")
     notes: list[str] = []
@@ -489,7 +489,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                          notice_seconds=float(saved.get("notice_seconds") or INTERRUPTION_NOTICE_S), seed=saved.get("seed"),
                          toil_args=tuple(saved.get("toil_args") or ()), static=bool(saved.get("static", True)),
                          max_nodes=saved.get("max_nodes"), idle_s=float(saved.get("idle_s") or 60.0),
-                         budget_per_hour=saved.get("budget_per_hour"), budget_usd=saved.get("budget_usd"),
+                         budget_usd_per_hour=saved.get("budget_usd_per_hour"), budget_usd=saved.get("budget_usd"),
                          boot_s=float(saved.get("boot_s") or 0.0), refuse_spot=str(saved.get("refuse_spot") or ""))
     cleanups: list[Callable[[], None]] = []
     try:
