@@ -55,9 +55,12 @@ from plastic.core.elastic_model import (
     TerminateNode,
 )
 from plastic.core.elastic_packing import (
+    PLAN_TASKS_MAX,
     fit_existing,
     group_tasks,
+    plan_groups,
     plan_nodes,
+    task_of,
     tasks_of,
     weighted_shapes,
 )
@@ -220,8 +223,11 @@ class ElasticController:
         shapes = self._shapes_now(now)
         weighted = weighted_shapes(shapes, self.policy.band_weight)
         menu = ShapeMenu(weighted)
-        tasks = [t for t in tasks_of(left) if menu.holding(t)]  # the rest no shape holds: the book says so
-        planned = plan_nodes(tasks, menu.shapes) if tasks else []
+        held = [g for g in left if menu.holding(task_of(g))]  # the rest no shape holds: the book says so
+        if sum(len(g.task_ids) for g in held) > PLAN_TASKS_MAX:
+            planned = plan_groups(held, menu.shapes)
+        else:
+            planned = plan_nodes(tasks_of(held), menu.shapes)
         if not any(n.reliable for n in capacity) and not any(p.shape.reliable for p in planned):
             floor = next((s for s in menu.shapes if s.reliable), None)
             if floor is not None:

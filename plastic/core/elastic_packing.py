@@ -7,14 +7,18 @@ shapes, a pinned type only on that type, first-fit decreasing, the cheapest shap
    groups of identical tasks (a scatter is one group), reliable and larger tasks first, preemptible
    work onto spot nodes first, the tightest node first; what does not fit is left over.
 2. `plan_nodes`: new nodes for the leftover, with the planner's packing (the seeds' cheapest-shape
-   rule and one look-ahead variant, each right-sized; the cheaper wins).  Spot shapes are compared
-   at their risk-weighted price (`weighted_shapes`): a shape of a lower interruption band wins when
-   the price difference is smaller than the difference in risk.
+   rule and one look-ahead variant, each right-sized; the cheaper wins).  Past PLAN_TASKS_MAX tasks
+   (a wide scatter that fits nowhere yet) `plan_groups` packs by groups instead, in time proportional
+   to the groups, not the tasks: each group of identical tasks fills the nodes opened for earlier
+   groups first, then opens nodes of the shape with the lowest price per task it holds, the last one
+   of the cheapest shape that holds what is left.  Spot shapes are compared at their risk-weighted
+   price (`weighted_shapes`): a shape of a lower interruption band wins when the price difference is
+   smaller than the difference in risk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from plastic.core.elastic_model import NodeView, WaitingTask
@@ -86,7 +90,7 @@ def fit_existing(groups: Sequence[Group], nodes: Sequence[NodeView]) -> tuple[li
     """Queued groups onto the nodes' free room.  Returns what is left over and, per node, how many
     queued tasks it was given (a node given work is not idle)."""
     rooms = [_Room(n.node_id, n.reliable, n.instance_type, n.free.vcpus, n.free.ram_mib)
-             for n in sorted(nodes, key=lambda n: n.node_id)]
+             for n in sorted(nodes, key=lambda n: n.node_id) if n.free.vcpus > 0 and n.free.ram_mib > 0]
     given: dict[str, int] = {}
     left: list[Group] = []
     for g in groups:
@@ -95,6 +99,9 @@ def fit_existing(groups: Sequence[Group], nodes: Sequence[NodeView]) -> tuple[li
         # preemptible work on spot nodes first (the book does the same), then the tightest room first
         eligible.sort(key=lambda r: (r.reliable and not g.needs_reliable, r.vcpus, r.ram_mib, r.node_id))
         todo = len(g.task_ids)
+        if not eligible:
+            left.append(g)
+            continue
         for r in eligible:
             if todo == 0:
                 break
@@ -116,11 +123,24 @@ def tasks_of(groups: Iterable[Group]) -> list[TaskSpec]:
             for g in groups for task_id in g.task_ids]
 
 
+def task_of(g: Group) -> TaskSpec:
+    """One task of the group (they are all alike)."""
+    return TaskSpec(g.task_ids[0], g.vcpus, g.ram_mib, RELIABLE if g.needs_reliable else PREEMPTIBLE,
+                    instance_type=g.instance_type)
+
+
+PLAN_TASKS_MAX = 150
+
+
 def plan_nodes(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> list[PackedNode]:
     """New nodes for ``tasks`` (every one of them must fit some shape): the cheaper of the seeds'
-    packing and one look-ahead packing, each right-sized (prices as the shapes give them)."""
+    packing and one look-ahead packing, each right-sized (prices as the shapes give them); by groups
+    (`plan_groups`) past PLAN_TASKS_MAX tasks."""
     if not tasks:
         return []
+    if len(tasks) > PLAN_TASKS_MAX:
+        return plan_groups(group_tasks(WaitingTask(t.id, t.demand, not t.preempt.preemptible, t.instance_type)
+                                       for t in tasks), shapes)  # (the controller calls plan_groups itself)
     menu = ShapeMenu(shapes)
     prices = lower_bound(tasks, menu.shapes).prices
     seeds = right_size(pack(seeds_order(tasks, menu), menu.shapes, prices, seeds_chooser(menu)), menu)
@@ -131,9 +151,50 @@ def plan_nodes(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> list[P
     return min((seeds, ahead), key=lambda nodes: sum(n.shape.usd_per_hour for n in nodes))
 
 
-def holds_any(menu: ShapeMenu, task: TaskSpec) -> bool:
-    return bool(menu.holding(task))
+@dataclass(slots=True)
+class _Filling:
+    shape: NodeShape
+    vcpus: int
+    ram_mib: int
+    tasks: list[TaskSpec]
 
 
-def real_shape(weighted: NodeShape, by_name: Mapping[tuple[str, Market], NodeShape]) -> NodeShape:
-    return by_name[(weighted.instance_type.name, weighted.market)]
+def _per_node(shape: NodeShape, g: Group) -> int:
+    return min(shape.usable.vcpus // g.vcpus, shape.usable.ram_mib // g.ram_mib)
+
+
+def plan_groups(groups: Sequence[Group], shapes: Sequence[NodeShape]) -> list[PackedNode]:
+    """New nodes for groups of identical tasks (see the module docstring); groups in priority order."""
+    menu = ShapeMenu(shapes)
+    filling: list[_Filling] = []
+    full: list[PackedNode] = []
+    for g in groups:
+        preempt = RELIABLE if g.needs_reliable else PREEMPTIBLE
+        todo = [TaskSpec(i, g.vcpus, g.ram_mib, preempt, instance_type=g.instance_type) for i in g.task_ids]
+        eligible = menu.holding(todo[0])
+        if not eligible:
+            continue  # no shape holds it: the book reports it
+        names = {(s.instance_type.name, s.market) for s in eligible}
+        for f in filling:
+            if not todo:
+                break
+            if (f.shape.instance_type.name, f.shape.market) not in names:
+                continue
+            k = min(f.vcpus // g.vcpus, f.ram_mib // g.ram_mib, len(todo))
+            if k > 0:
+                f.tasks += todo[:k]
+                f.vcpus -= k * g.vcpus
+                f.ram_mib -= k * g.ram_mib
+                todo = todo[k:]
+        if not todo:
+            continue
+        best = min(eligible, key=lambda s: (s.usd_per_hour / _per_node(s, g), s.usd_per_hour, s.name))
+        k = _per_node(best, g)
+        while len(todo) >= k:
+            full.append(PackedNode(best, tuple(todo[:k])))
+            todo = todo[k:]
+        if todo:
+            last = next(s for s in eligible if _per_node(s, g) >= len(todo))  # the cheapest holding the rest
+            filling.append(_Filling(last, last.usable.vcpus - len(todo) * g.vcpus,
+                                    last.usable.ram_mib - len(todo) * g.ram_mib, todo))
+    return full + [PackedNode(f.shape, tuple(f.tasks)) for f in filling]

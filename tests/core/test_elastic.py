@@ -232,3 +232,28 @@ def test_same_observation_in_any_order_gives_the_same_decisions(seed):
         rng.shuffle(nodes)
         outs.append(ElasticController(SHAPES).handle(ClusterObserved(tuple(queued), tuple(nodes)), 100.0))
     assert outs[0] == outs[1]
+
+
+def test_a_wide_scatter_is_packed_by_groups_with_every_rule_kept():
+    from plastic.core.elastic_packing import PLAN_TASKS_MAX, group_tasks, plan_groups, weighted_shapes
+
+    queued = ([task(f"s{i}", 1, 1024) for i in range(200)] + [task(f"r{i}", 2, 4096, reliable=True) for i in range(7)]
+              + [task(f"p{i}", 2, 8192, pin="r5.large") for i in range(3)] + [task(f"b{i}", 3, 3000) for i in range(5)])
+    assert len(queued) > PLAN_TASKS_MAX
+    nodes = plan_groups(group_tasks(queued), weighted_shapes(SHAPES, 1.0))  # as the controller compares them
+    placed = [t.id for n in nodes for t in n.tasks]
+    assert sorted(placed) == sorted(t.task_id for t in queued)  # each task once
+    for n in nodes:
+        assert n.shape.usable.holds(n.used), n
+        for t in n.tasks:
+            if t.id.startswith("r"):
+                assert n.shape.market is Market.ON_DEMAND
+            if t.id.startswith("p"):
+                assert n.shape.name == "r5.large"
+    spot_for_scatter = {n.shape.name for n in nodes if any(t.id.startswith("s") for t in n.tasks)}
+    assert spot_for_scatter == {"c5.large"}  # the lowest weighted price per task: c5.4xlarge (>20% band) loses
+    by_price = plan_groups(group_tasks(queued), SHAPES)
+    assert {n.shape.name for n in by_price if any(t.id.startswith("s") for t in n.tasks)} == {"c5.4xlarge"}
+    ctl = ElasticController(SHAPES)
+    out = ctl.handle(ClusterObserved(tuple(queued), (CORE,)), 0.0)
+    assert sum(c.count for c in of(out, CreateNodes)) == len(nodes)
