@@ -6,7 +6,7 @@
 2. The trace becomes a CWL workflow (bench/workflows/trace-<name>.cwl, one step per task, the DAG
    kept through File dependencies): each step sleeps its recorded runtime x `--scale` and prints its
    name; its `plastic:Plasticity` hint carries the task's vCPUs, MiB and preempt from the plan.
-3. `plastic run WF --plan PLAN` (a local cluster with one agent per planned node, the run's
+3. `plastic run WF --plan PLAN --static` (a local cluster with one agent per planned node, the run's
    agent-watch processes, Toil) runs it: with plastic's plan under `--interrupt-rate` random spot
    interruptions (one run per seed; lost spot agents are not replaced), with plastic's plan and no
    interruptions, and with the all-on-demand plan.  Each run's outputs are checked (every sink
@@ -138,6 +138,10 @@ def run(label: str, wf: Path, plan_path: Path, tmp: Path, sink_ids: list[str], *
     where = tmp / label.replace(" ", "-")
     cmd = ["run", str(wf), "--plan", str(plan_path), "--outdir", str(where / "out"), "--run-dir", str(where / "run"),
            "--report", str(where / "report.json"), "--max-agents", "16", "--quiet", *extra]
+    if "--elastic" in cmd:
+        cmd.remove("--elastic")  # plastic run's default
+    else:
+        cmd.append("--static")  # the plan's cluster, fixed: what this benchmark has always measured
     t0 = time.monotonic()
     try:
         res = plastic(*cmd, timeout=timeout)

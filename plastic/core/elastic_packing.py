@@ -10,8 +10,8 @@ shapes, a pinned type only on that type, first-fit decreasing, the cheapest shap
    rule and one look-ahead variant, each right-sized; the cheaper wins).  Past PLAN_TASKS_MAX tasks
    (a wide scatter that fits nowhere yet) `plan_groups` packs by groups instead, in time proportional
    to the groups, not the tasks: each group of identical tasks fills the nodes opened for earlier
-   groups first, then opens nodes of the shape with the lowest price per task it holds, the last one
-   of the cheapest shape that holds what is left.  Spot shapes are compared at their risk-weighted
+   groups first, then opens nodes of the shape with the lowest price per task it holds (the last one
+   left for later groups to fill); nodes not filled are given the cheapest shape that holds them.  Spot shapes are compared at their risk-weighted
    price (`weighted_shapes`): a shape of a lower interruption band wins when the price difference is
    smaller than the difference in risk.
 """
@@ -193,8 +193,8 @@ def plan_groups(groups: Sequence[Group], shapes: Sequence[NodeShape]) -> list[Pa
         while len(todo) >= k:
             full.append(PackedNode(best, tuple(todo[:k])))
             todo = todo[k:]
-        if todo:
-            last = next(s for s in eligible if _per_node(s, g) >= len(todo))  # the cheapest holding the rest
-            filling.append(_Filling(last, last.usable.vcpus - len(todo) * g.vcpus,
-                                    last.usable.ram_mib - len(todo) * g.ram_mib, todo))
-    return full + [PackedNode(f.shape, tuple(f.tasks)) for f in filling]
+        if todo:  # the rest opens a node of the same shape, for later groups to fill; right-sized at the end
+            filling.append(_Filling(best, best.usable.vcpus - len(todo) * g.vcpus,
+                                    best.usable.ram_mib - len(todo) * g.ram_mib, todo))
+    return full + [PackedNode(menu.cheapest_for(node), node.tasks)
+                   for node in (PackedNode(f.shape, tuple(f.tasks)) for f in filling)]

@@ -1,0 +1,204 @@
+"""bench/elastic.py: the elastic cluster against today's static plan and a Toil-like reactive scaler.
+
+    python bench/elastic.py                     # every trace of ../shared/data/wfinstances, full scale
+    python bench/elastic.py --traces 'montage*' --seeds 5 --rate 1.0 --json out.json
+    python bench/elastic.py --decision          # the controller's decision time, 1,000 queued x 200 nodes
+
+A discrete-event simulation (bench/elastic_sim.py) runs each trace under three policies, without and
+with spot interruptions (the same seeds for every policy): (a) static, the plan of `plastic plan`
+bought at the start and kept; (b) elastic, the real ElasticController; (c) reactive, Toil's
+BinPackedFit on the queued work, idle nodes released after 600 s.  It prints USD, makespan,
+node-hours and completion per trace, the ratios, and whether the issue's targets are met:
+elastic <= 0.7 x static USD at <= 1.1 x its makespan, cheaper than reactive on every trace, 100%
+completion, and a decision under 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine  # noqa: E402
+from bench.elastic_sim import SimResult, simulate  # noqa: E402
+from plastic.catalogs import load_catalog  # noqa: E402
+from plastic.core.elastic import ElasticController  # noqa: E402
+from plastic.core.elastic_model import ClusterObserved, ElasticPolicy, NodeState, NodeView, WaitingTask  # noqa: E402
+from plastic.core.model import Resources, node_shapes  # noqa: E402
+from plastic.core.sizing import plan_workload  # noqa: E402
+from plastic.traces import load_trace  # noqa: E402
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wfinstances"
+POLICIES = ("static", "elastic", "reactive")
+TARGET_USD_RATIO = 0.7
+TARGET_MAKESPAN_RATIO = 1.1
+TARGET_DECISION_MS = 20.0
+
+
+BAND_WEIGHTS = (0.0, 0.5, 1.0)  # the band rule measured: price only, the default, risk weighed twice
+
+
+def run_trace(path: Path, seeds: int, rate: float, boot_s: float) -> dict:
+    workload = load_trace(str(path))
+    catalog = load_catalog(None)
+    shapes = node_shapes(catalog)
+    plan = plan_workload(workload, catalog)
+    rows: dict[str, dict[str, list[SimResult]]] = {}
+    variants = [(p, None) for p in POLICIES] + [(f"elastic-w{w:g}", w) for w in BAND_WEIGHTS]
+    for name, weight in variants:
+        policy = "elastic" if weight is not None else name
+        kw = {} if weight is None else {"elastic_policy": ElasticPolicy(band_weight=weight)}
+        for label, r in (("calm", 0.0), ("interrupted", rate)):
+            results = [simulate(workload.tasks, plan, shapes, policy, seed=seed, rate_per_hour=r, boot_s=boot_s, **kw)
+                       for seed in (range(1, seeds + 1) if r > 0 else (1,))]
+            rows.setdefault(name, {})[label] = results
+    return {"trace": path.name, "tasks": len(workload.tasks), "rows": rows}
+
+
+def mean(results: list[SimResult], attr: str) -> float:
+    return statistics.fmean(getattr(r, attr) for r in results)
+
+
+def report(traces: list[dict], rate: float, seeds: int, boot_s: float) -> dict:
+    print(f"elastic cluster simulation; {machine()}; boot {boot_s:g} s; interruptions: {rate:g} x band risk / 15% "
+          f"per spot node-hour, 120 s notice, {seeds} seed(s)")
+    header = (f"{'trace':38} {'cond':11} {'policy':8} {'USD':>9} {'makespan s':>10} {'node-h':>8} {'done':>6} "
+              f"{'intr':>5} {'peak':>4} {'bought':>6}")
+    print(header)
+    verdicts: list[dict] = []
+    for doc in traces:
+        for cond in ("calm", "interrupted"):
+            got = {p: doc["rows"][p][cond] for p in POLICIES}
+            for p in POLICIES:
+                rs = got[p]
+                print(f"{doc['trace'][:38]:38} {cond:11} {p:8} {mean(rs, 'usd'):9.4f} {mean(rs, 'makespan_s'):10.0f} "
+                      f"{mean(rs, 'node_hours'):8.2f} {mean(rs, 'completion'):6.1%} {mean(rs, 'interruptions'):5.1f} "
+                      f"{max(r.peak_nodes for r in rs):4d} {mean(rs, 'nodes_bought'):6.1f}")
+            usd = {p: mean(got[p], "usd") for p in POLICIES}
+            span = {p: mean(got[p], "makespan_s") for p in POLICIES}
+            v = {"trace": doc["trace"], "condition": cond,
+                 "usd_vs_static": usd["elastic"] / usd["static"], "makespan_vs_static": span["elastic"] / span["static"],
+                 "usd_vs_reactive": usd["elastic"] / usd["reactive"],
+                 "complete": all(r.completion == 1.0 for r in got["elastic"])}
+            verdicts.append(v)
+            print(f"{'':38} {'':11} {'ratios':8} elastic/static USD {v['usd_vs_static']:.3f}, makespan "
+                  f"{v['makespan_vs_static']:.3f}; elastic/reactive USD {v['usd_vs_reactive']:.3f}")
+    met = {
+        f"elastic <= {TARGET_USD_RATIO} x static USD": all(v["usd_vs_static"] <= TARGET_USD_RATIO for v in verdicts),
+        f"elastic makespan <= {TARGET_MAKESPAN_RATIO} x static": all(
+            v["makespan_vs_static"] <= TARGET_MAKESPAN_RATIO for v in verdicts),
+        "elastic cheaper than reactive on every trace": all(v["usd_vs_reactive"] < 1.0 for v in verdicts),
+        "elastic completes 100%": all(v["complete"] for v in verdicts),
+    }
+    print("the band rule (spot shapes at price x (1 + w x band risk)), all traces summed:")
+    for cond in ("calm", "interrupted"):
+        cells = []
+        for w in BAND_WEIGHTS:
+            rs = [doc["rows"][f"elastic-w{w:g}"][cond] for doc in traces]
+            cells.append(f"w={w:g}: {sum(mean(r, 'usd') for r in rs):.4f} USD, "
+                         f"{sum(mean(r, 'interruptions') for r in rs):.1f} interruptions, "
+                         f"{sum(mean(r, 'preemptions') for r in rs):.1f} preemptions")
+        print(f"  {cond:11} " + "; ".join(cells))
+    for name, ok in met.items():
+        misses = [] if ok else [f"{v['trace']} ({v['condition']})" for v in verdicts
+                                if (("USD" in name and "static" in name and v["usd_vs_static"] > TARGET_USD_RATIO)
+                                    or ("makespan" in name and v["makespan_vs_static"] > TARGET_MAKESPAN_RATIO)
+                                    or ("reactive" in name and v["usd_vs_reactive"] >= 1.0)
+                                    or ("100%" in name and not v["complete"]))]
+        print(f"target: {name}: {'met' if ok else 'NOT met: ' + ', '.join(misses)}")
+    return {"verdicts": verdicts, "targets": met}
+
+
+def decision_time(repeats: int = 50) -> dict:
+    """The controller deciding for 1,000 queued tasks (five scatter groups and 100 odd shapes) and 200
+    busy nodes, fresh each time."""
+    shapes = node_shapes(load_catalog(None))
+    rng = random.Random(1)
+    common = [(1, 1024), (2, 4096), (4, 8192), (1, 2048), (8, 16384)]
+    queued = tuple(WaitingTask(f"t{i}", Resources(*(common[i % 5] if i < 900 else
+                                                    (rng.randint(1, 8), rng.randint(1, 16) * 1024))), i % 10 == 0)
+                   for i in range(1000))
+    nodes = tuple(NodeView(f"n{j}", "c", s.name, s.market, NodeState.READY, s.usable, s.usd_per_hour, 0.0,
+                           s.usable, 3) for j, s in ((j, shapes[j % len(shapes)]) for j in range(200)))
+    observation = ClusterObserved(queued, nodes)
+    times = []
+    for _ in range(repeats):
+        controller = ElasticController(shapes, ElasticPolicy(max_nodes=500))
+        t0 = time.perf_counter()
+        controller.handle(observation, 100.0)
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    p99 = times[min(len(times) - 1, math.ceil(0.99 * len(times)) - 1)]
+    print(f"controller decision, 1,000 queued tasks x 200 nodes: median {statistics.median(times):.1f} ms, "
+          f"p99 {p99:.1f} ms over {repeats} (target < {TARGET_DECISION_MS:g} ms: "
+          f"{'met' if statistics.median(times) < TARGET_DECISION_MS else 'NOT met'})")
+    return {"median_ms": statistics.median(times), "p99_ms": p99}
+
+
+def local_replay(trace: Path, scale: float, rate: float, seed: int) -> dict:
+    """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow):
+    static and elastic, calm and with seeded interruptions; each run's outputs checked."""
+    import tempfile
+
+    from bench import spot_replay as sr
+
+    sr.OFFLINE = True
+    notice = 120.0 * scale
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="plastic-elastic-") as tmp_name:
+        tmp = Path(tmp_name)
+        spot_plan = sr.plan(trace, tmp / "plan.json")
+        wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, sr.WORKFLOWS)
+        sinks = sr.sinks(spot_plan["tasks"])
+        chaos = ("--interrupt-rate", f"{rate:g}", "--notice-seconds", f"{notice:g}", "--seed", str(seed))
+        for label, extra in (("static calm", ()), ("elastic calm", ("--elastic",)),
+                             ("static interrupted", chaos), ("elastic interrupted", ("--elastic", *chaos))):
+            rows.append(sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra))
+    print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min (seed {seed}), "
+          f"notice {notice:g} s; {machine()}")
+    print(f"{'run':<20}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}{'lost':>5}")
+    for row in rows:
+        r = row.get("report") or {}
+        cl = r.get("clusters", [])
+        print(f"{row['label']:<20}{'yes' if sr.completed(row) else 'NO':>5}{r.get('makespan_s', float('nan')):>11.1f}"
+              f"{sum(c['agent_hours'] for c in cl):>9.4f}{r.get('cost_usd', float('nan')):>10.6f}"
+              f"{sum(c.get('peak_nodes', 0) for c in cl):>5}{sum(c.get('nodes_released', 0) for c in cl):>9}"
+              f"{sum(c['agents_lost'] for c in cl):>5}")
+    return {"trace": trace.name, "scale": scale, "rate": rate, "seed": seed,
+            "rows": [{k: v for k, v in row.items() if k != "report"} | {"report": row.get("report")} for row in rows]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--traces", default="*.json", help="glob of trace files in ../shared/data/wfinstances")
+    ap.add_argument("--seeds", type=int, default=3, help="interrupted runs per policy and trace")
+    ap.add_argument("--rate", type=float, default=1.0, help="interruptions per spot node-hour at a 10-15%% band")
+    ap.add_argument("--boot-seconds", type=float, default=60.0)
+    ap.add_argument("--decision", action="store_true", help="only the decision-time benchmark")
+    ap.add_argument("--local", type=Path, metavar="TRACE",
+                    help="also replay this trace through plastic run on the local cluster, static and elastic")
+    ap.add_argument("--local-scale", type=float, default=0.25, help="runtime factor of the local replay")
+    ap.add_argument("--local-rate", type=float, default=0.5, help="local replay: interruptions/spot agent/minute")
+    ap.add_argument("--json", help="write the figures here too")
+    args = ap.parse_args()
+    out: dict = {"machine": machine(), "decision": decision_time()}
+    if args.local:
+        out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1)
+    if not args.decision:
+        paths = sorted(p for p in TRACES.iterdir() if fnmatch.fnmatch(p.name, args.traces))
+        traces = [run_trace(p, args.seeds, args.rate, args.boot_seconds) for p in paths]
+        out.update(report(traces, args.rate, args.seeds, args.boot_seconds))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""A discrete-event simulation of a workflow on a hybrid cloud, for bench/elastic.py.
+
+A WfCommons trace's DAG runs on nodes that a *policy* buys and releases:
+
+- ``static``: the plan of `plastic plan` (waves mode), every node bought at the start and kept to the
+  end; a lost spot node is not replaced (plastic before the elastic cluster);
+- ``elastic``: the real ElasticController (plastic.core.elastic) looking every ``look_s`` seconds (5, as plastic run looks),
+  starting from the plan's on-demand and first-wave nodes (plastic.core.elastic.starting_nodes);
+- ``reactive``: a baseline modelled on Toil's cluster scaler: every ``look_s`` seconds (5, as plastic run looks), the queued
+  work that does not fit the free room gets new nodes by Toil's BinPackedFit (shapes smallest first,
+  spot before on-demand, price ignored: bench/baselines.py), and a node idle for ``reactive_idle_s``
+  (600 s) is released; it starts like the elastic policy.
+
+The world: a task is queued when its parents have finished; queued tasks are placed (reliable first,
+larger first, preemptible work on spot nodes first, the tightest node that fits: the JobBook's rules)
+whenever something changes; a task runs for its trace runtime.  Nodes are paid for per second from
+their creation (booting ``boot_s`` included, at least 60 s, as EC2 bills) to their release or loss.
+Spot interruptions: a Poisson process per spot node with a rate that follows its interruption band
+(``rate_per_hour`` x the band's middle / 15%: with the default 1.0, a node of the 10-15% band is
+interrupted about once an hour, one of the <5% band once in six hours, one of the >20% band 1.7 times
+an hour), AWS's 120 s notice: at the notice the node takes nothing new and a task that cannot end 30 s
+before the end is stopped and queued again; at the end the node dies and what still runs on it is
+queued again (a preemption; preempt=N tasks go to reliable nodes after N of them).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bench.baselines import toil_binpacked_fit
+from plastic.core.elastic import ElasticController, starting_nodes
+from plastic.core.elastic_model import (
+    ClusterObserved,
+    CordonNode,
+    CreateNodes,
+    ElasticPolicy,
+    NodesCreated,
+    NodeState,
+    NodeView,
+    TerminateNode,
+    WaitingTask,
+)
+from plastic.core.elastic_packing import BAND_RISK, UNKNOWN_BAND_RISK
+from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
+from plastic.core.plan import Plan
+
+NOTICE_S = 120.0
+NOTICE_MARGIN_S = 30.0
+MIN_BILLED_S = 60.0
+REFERENCE_RISK = 0.15  # a band with this middle is interrupted rate_per_hour times an hour
+
+
+@dataclass
+class SimTask:
+    spec: TaskSpec
+    waiting_parents: int
+    children: list[str] = field(default_factory=list)
+    state: str = "waiting"  # waiting / queued / running / done
+    node: str | None = None
+    started_at: float = 0.0
+    attempt: int = 0
+    preemptions: int = 0
+    queued_at: float = 0.0
+
+    @property
+    def runtime_s(self) -> float:
+        return max(self.spec.runtime_s or 1.0, 0.001)
+
+    @property
+    def needs_reliable(self) -> bool:
+        limit = self.spec.preempt.max_preemptions
+        return limit == 0 or (limit is not None and self.preemptions >= limit)
+
+
+@dataclass
+class SimNode:
+    node_id: str
+    shape: NodeShape
+    cluster: str
+    created_at: float
+    ready_at: float
+    state: NodeState = NodeState.PENDING
+    ended_at: float | None = None
+    tasks: set[str] = field(default_factory=set)
+    used_vcpus: int = 0
+    used_ram_mib: int = 0
+    idle_since: float | None = None
+    cordoned: bool = False
+    noticed_at: float | None = None
+    released: bool = False
+
+    @property
+    def spot(self) -> bool:
+        return self.shape.market is Market.SPOT
+
+    @property
+    def takes_work(self) -> bool:
+        return self.state is NodeState.READY and not self.cordoned and self.noticed_at is None
+
+    def cost_usd(self, end: float) -> float:
+        stop = self.ended_at if self.ended_at is not None else end
+        return self.shape.usd_per_hour * max(stop - self.created_at, MIN_BILLED_S) / 3600.0
+
+
+@dataclass(frozen=True)
+class SimResult:
+    policy: str
+    interruptions_on: bool
+    usd: float
+    makespan_s: float
+    node_hours: float
+    completion: float
+    interruptions: int
+    preemptions: int
+    peak_nodes: int
+    nodes_bought: int
+
+
+class Simulation:
+    def __init__(self, tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, *,
+                 seed: int = 1, rate_per_hour: float = 0.0, boot_s: float = 60.0, look_s: float = 5.0,
+                 reactive_idle_s: float = 600.0, elastic_policy: ElasticPolicy | None = None,
+                 horizon_s: float = 7 * 86400.0):
+        self.policy = policy
+        self.shapes = list(shapes)
+        self.by_name = {(s.instance_type.name, s.market): s for s in self.shapes}
+        self.rng = random.Random(seed)
+        self.rate_per_hour = rate_per_hour
+        self.boot_s, self.look_s, self.reactive_idle_s, self.horizon_s = boot_s, look_s, reactive_idle_s, horizon_s
+        self.now = 0.0
+        self.events: list[tuple[float, int, str, tuple]] = []
+        self.seq = itertools.count()
+        self.tasks = {t.id: SimTask(t, len(t.parents)) for t in tasks}
+        for t in tasks:
+            for p in t.parents:
+                self.tasks[p].children.append(t.id)
+        self.nodes: dict[str, SimNode] = {}
+        self.node_ids = itertools.count(1)
+        self.done = 0
+        self.interruptions = 0
+        self.preemptions = 0
+        self.last_end = 0.0
+        self.peak = 0
+        planned = plan.nodes if policy == "static" else starting_nodes(plan.nodes, plan.tasks)
+        for n in planned:
+            self._buy(self.by_name[(n.instance_type, n.market)], n.cluster)
+        names = {(n.instance_type, n.market): n.cluster for n in plan.nodes}
+        self.controller = ElasticController(self.shapes, elastic_policy or ElasticPolicy(), cluster_names=names)
+        for t in self.tasks.values():
+            if t.waiting_parents == 0:
+                self._queue(t)
+        if policy != "static":
+            self._at(self.look_s, "look", ())
+
+    # ------------------------------------------------------------ the world
+
+    def _at(self, t: float, kind: str, args: tuple) -> None:
+        heapq.heappush(self.events, (t, next(self.seq), kind, args))
+
+    def _buy(self, shape: NodeShape, cluster: str) -> str:
+        node_id = f"n{next(self.node_ids)}"
+        self.nodes[node_id] = SimNode(node_id, shape, cluster, self.now, self.now + self.boot_s)
+        self._at(self.now + self.boot_s, "ready", (node_id,))
+        self.peak = max(self.peak, sum(1 for n in self.nodes.values() if n.ended_at is None))
+        return node_id
+
+    def _queue(self, t: SimTask) -> None:
+        t.state, t.node, t.queued_at = "queued", None, self.now
+
+    def _end_node(self, n: SimNode, state: NodeState) -> None:
+        n.state, n.ended_at = state, self.now
+        for task_id in sorted(n.tasks):
+            t = self.tasks[task_id]
+            t.attempt += 1
+            t.preemptions += 1
+            self.preemptions += 1
+            self._queue(t)
+        n.tasks.clear()
+        n.used_vcpus = n.used_ram_mib = 0
+
+    def _place(self) -> None:
+        queued = sorted((t for t in self.tasks.values() if t.state == "queued"),
+                        key=lambda t: (not t.needs_reliable, -t.spec.vcpus, -t.spec.ram_mib, t.spec.id))
+        open_nodes = [n for n in self.nodes.values() if n.takes_work]
+        for t in queued:
+            best: tuple[tuple, SimNode] | None = None
+            for n in open_nodes:
+                if t.needs_reliable and n.spot:
+                    continue
+                free_v = n.shape.usable.vcpus - n.used_vcpus - t.spec.vcpus
+                free_r = n.shape.usable.ram_mib - n.used_ram_mib - t.spec.ram_mib
+                if free_v < 0 or free_r < 0:
+                    continue
+                key = (not n.spot if not t.needs_reliable else False,
+                       free_v / n.shape.usable.vcpus + free_r / n.shape.usable.ram_mib, n.node_id)
+                if best is None or key < best[0]:
+                    best = (key, n)
+            if best is None:
+                continue
+            n = best[1]
+            n.tasks.add(t.spec.id)
+            n.used_vcpus += t.spec.vcpus
+            n.used_ram_mib += t.spec.ram_mib
+            n.idle_since = None
+            t.state, t.node, t.started_at = "running", n.node_id, self.now
+            self._at(self.now + t.runtime_s, "end", (t.spec.id, t.attempt))
+
+    def _risk_rate_per_s(self, shape: NodeShape) -> float:
+        band = shape.instance_type.spot_interruption_band
+        return self.rate_per_hour * BAND_RISK.get(band or "", UNKNOWN_BAND_RISK) / REFERENCE_RISK / 3600.0
+
+    # ------------------------------------------------------------ events
+
+    def _on_ready(self, node_id: str) -> None:
+        n = self.nodes[node_id]
+        if n.ended_at is not None:
+            return
+        n.state, n.idle_since = NodeState.READY, self.now
+        if n.spot and self.rate_per_hour > 0:
+            self._at(self.now + self.rng.expovariate(self._risk_rate_per_s(n.shape)), "notice", (node_id,))
+
+    def _on_end(self, task_id: str, attempt: int) -> None:
+        t = self.tasks[task_id]
+        if t.state != "running" or t.attempt != attempt:
+            return
+        n = self.nodes[t.node or ""]
+        n.tasks.discard(task_id)
+        n.used_vcpus -= t.spec.vcpus
+        n.used_ram_mib -= t.spec.ram_mib
+        if not n.tasks:
+            n.idle_since = self.now
+        t.state, t.node = "done", None
+        self.done += 1
+        self.last_end = self.now
+        for c in t.children:
+            child = self.tasks[c]
+            child.waiting_parents -= 1
+            if child.waiting_parents == 0:
+                self._queue(child)
+
+    def _on_notice(self, node_id: str) -> None:
+        n = self.nodes[node_id]
+        if n.ended_at is not None or n.noticed_at is not None:
+            return
+        self.interruptions += 1
+        n.noticed_at = self.now
+        n.state = NodeState.DRAINING
+        for task_id in sorted(n.tasks):  # those that cannot end before the margin are stopped now
+            t = self.tasks[task_id]
+            if t.started_at + t.runtime_s > self.now + NOTICE_S - NOTICE_MARGIN_S:
+                n.tasks.discard(task_id)
+                n.used_vcpus -= t.spec.vcpus
+                n.used_ram_mib -= t.spec.ram_mib
+                t.attempt += 1
+                t.preemptions += 1
+                self.preemptions += 1
+                self._queue(t)
+        self._at(self.now + NOTICE_S, "death", (node_id,))
+
+    def _on_death(self, node_id: str) -> None:
+        n = self.nodes[node_id]
+        if n.ended_at is None:
+            self._end_node(n, NodeState.INTERRUPTED)
+
+    # ------------------------------------------------------------ policies
+
+    def _look(self) -> None:
+        if self.policy == "elastic":
+            self._elastic()
+        elif self.policy == "reactive":
+            self._reactive()
+        if self.done < len(self.tasks):
+            self._at(self.now + self.look_s, "look", ())
+
+    def _view(self, n: SimNode) -> NodeView:
+        state = n.state
+        if state is NodeState.READY and n.noticed_at is not None:
+            state = NodeState.DRAINING
+        return NodeView(n.node_id, n.cluster, n.shape.name, n.shape.market, state, n.shape.usable,
+                        n.shape.usd_per_hour, n.created_at, Resources(n.used_vcpus, n.used_ram_mib), len(n.tasks),
+                        n.idle_since if not n.tasks and state is NodeState.READY else None, n.ended_at, n.released)
+
+    def _elastic(self) -> None:
+        queued = tuple(WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
+                                   self.now - t.queued_at) for t in self.tasks.values() if t.state == "queued")
+        out = self.controller.handle(ClusterObserved(queued, tuple(self._view(n) for n in self.nodes.values())),
+                                     self.now)
+        for o in out:
+            if isinstance(o, CreateNodes):
+                shape = self.by_name[(o.instance_type, o.market)]
+                ids = tuple(self._buy(shape, o.cluster) for _ in range(o.count))
+                self.controller.handle(NodesCreated(o.request, ids), self.now)
+            elif isinstance(o, CordonNode):
+                self.nodes[o.node_id].cordoned = True
+            elif isinstance(o, TerminateNode):
+                n = self.nodes[o.node_id]
+                if n.tasks:
+                    raise AssertionError(f"the controller terminated {o.node_id} with tasks running")
+                n.released = True
+                self._end_node(n, NodeState.GONE)
+
+    def _reactive(self) -> None:
+        free = [n for n in self.nodes.values() if n.ended_at is None and n.noticed_at is None]
+        rooms = {n.node_id: [n.shape.usable.vcpus - n.used_vcpus, n.shape.usable.ram_mib - n.used_ram_mib,
+                             not n.spot] for n in free}
+        waiting = []
+        for t in sorted((t for t in self.tasks.values() if t.state == "queued"),
+                        key=lambda t: (not t.needs_reliable, -t.spec.ram_mib, -t.spec.vcpus, t.spec.id)):
+            room = next((r for r in rooms.values() if r[0] >= t.spec.vcpus and r[1] >= t.spec.ram_mib
+                         and (r[2] or not t.needs_reliable)), None)
+            if room is None:
+                waiting.append(t)
+            else:
+                room[0] -= t.spec.vcpus
+                room[1] -= t.spec.ram_mib
+        if waiting:
+            specs = [TaskSpec(t.spec.id, t.spec.vcpus, t.spec.ram_mib,
+                              RELIABLE if t.needs_reliable else t.spec.preempt,
+                              t.spec.runtime_s) for t in waiting]
+            for packed in toil_binpacked_fit(specs, self.shapes, ensure_on_demand=False):
+                self._buy(packed.shape, "core" if packed.shape.reliable else f"burst-{packed.shape.name}")
+        reliable = [n for n in free if not n.spot]
+        for n in sorted(free, key=lambda n: n.node_id):
+            if (n.state is NodeState.READY and not n.tasks and n.idle_since is not None
+                    and self.now - n.idle_since >= self.reactive_idle_s
+                    and not (not n.spot and len(reliable) <= 1)):
+                n.released = True
+                self._end_node(n, NodeState.GONE)
+                if not n.spot:
+                    reliable.remove(n)
+
+    # ------------------------------------------------------------ run
+
+    def run(self) -> SimResult:
+        handlers = {"ready": self._on_ready, "end": self._on_end, "notice": self._on_notice,
+                    "death": self._on_death, "look": self._look}
+        while self.events and self.done < len(self.tasks):
+            t = self.events[0][0]
+            if t > self.horizon_s:
+                break
+            self.now = t
+            while self.events and self.events[0][0] == t:
+                _, _, kind, args = heapq.heappop(self.events)
+                handlers[kind](*args)
+            self._place()
+        end = self.last_end if self.done == len(self.tasks) else self.now
+        for n in self.nodes.values():
+            if n.ended_at is None:
+                n.ended_at = max(end, n.created_at)
+        usd = sum(n.cost_usd(end) for n in self.nodes.values())
+        hours = sum(max((n.ended_at or end) - n.created_at, 0.0) for n in self.nodes.values()) / 3600.0
+        return SimResult(self.policy, self.rate_per_hour > 0, usd, end, hours, self.done / max(len(self.tasks), 1),
+                         self.interruptions, self.preemptions, self.peak, len(self.nodes))
+
+
+def simulate(tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, **kw) -> SimResult:
+    return Simulation(tasks, plan, shapes, policy, **kw).run()
+
