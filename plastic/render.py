@@ -9,7 +9,18 @@ from plastic.core.plan import Plan, plan_to_json
 
 
 def plan_as_json(plan: Plan) -> str:
-    return json.dumps(plan_to_json(plan), indent=2) + "\n"
+    """The plan's JSON, a top-level field a line and a list item (a task, a node, a cluster) a line: as
+    readable as an indented dump and written by json's C encoder (an indented dump of 10,000 tasks is
+    pure Python and took half the run of `plastic plan --format json`)."""
+    doc = plan_to_json(plan)
+    lines = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items = ",\n    ".join(json.dumps(v) for v in value)
+            lines.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def plan_as_yaml(plan: Plan) -> str:

@@ -126,13 +126,20 @@ def lookahead_chooser(shapes: Shapes, values: dict[str, float], head: int, sprea
     menu = menu_of(shapes)
 
     def choose(task: TaskSpec, i: int, ordered: Sequence[TaskSpec]) -> NodeShape:
-        rest = ordered[i + 1:]
-        window = list(rest[:head])
-        if spread and len(rest) > head:
-            step = max(1, (len(rest) - head) // spread)
-            window.extend(rest[head::step][:spread])
+        start = i + 1
+        rest = len(ordered) - start  # (no copy of the rest: this runs once per node opened)
+        window = list(ordered[start:start + head])
+        if spread and rest > head:
+            step = max(1, (rest - head) // spread)
+            window.extend(ordered[start + head:start + head + step * spread:step])
         best: tuple[float, float, NodeShape] | None = None
+        # no shape can buy more than the task and its whole window: shapes come cheapest first, so once
+        # that bound, per dollar, is below the best found, no dearer shape can win (kept exact: the bound
+        # is loosened by a hair so a shape that could tie is still tried)
+        bound = (values[task.id] + sum(values[t.id] for t in window)) * (1 + 1e-9)
         for s in menu.holding(task):
+            if best is not None and bound / s.usd_per_hour < best[0]:
+                break
             fc = s.usable.vcpus - task.vcpus
             fr = s.usable.ram_mib - task.ram_mib
             got = values[task.id]
