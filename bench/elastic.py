@@ -31,7 +31,13 @@ from bench.common import machine  # noqa: E402
 from bench.elastic_sim import SimResult, simulate  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
 from plastic.core.elastic import ElasticController  # noqa: E402
-from plastic.core.elastic_model import ClusterObserved, ElasticPolicy, NodeState, NodeView, WaitingTask  # noqa: E402
+from plastic.core.elastic_model import (  # noqa: E402
+    ClusterObserved,
+    ElasticPolicy,
+    NodeState,
+    NodeView,
+    WaitingTask,
+)
 from plastic.core.model import Resources, node_shapes  # noqa: E402
 from plastic.core.sizing import plan_workload  # noqa: E402
 from plastic.traces import load_trace  # noqa: E402

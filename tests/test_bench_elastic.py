@@ -7,7 +7,16 @@ from __future__ import annotations
 import pytest
 
 from bench.elastic_sim import MIN_BILLED_S, Simulation, simulate
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Catalog, InstanceType, Preempt, TaskSpec, Workload, node_shapes
+from plastic.core.model import (
+    PREEMPTIBLE,
+    RELIABLE,
+    Catalog,
+    InstanceType,
+    Preempt,
+    TaskSpec,
+    Workload,
+    node_shapes,
+)
 from plastic.core.sizing import plan_workload
 
 CATALOG = Catalog((

@@ -16,7 +16,9 @@ Rules, each observation:
   work, on-demand ones for reliable work (preempt=false, or preempt=N with N preemptions spent); spot
   shapes are compared at their price raised by their interruption risk (band); a (type, market) the
   provider refused recently, or a spot type interrupted ``max_interruptions`` times within
-  ``interruption_window_s``, is not bought: the next-cheapest shape that fits is, else on-demand.
+  ``interruption_window_s``, is not bought: the next-cheapest shape that fits is, else on-demand;
+  once ``max_spot_refusals`` spot types were refused recently the spot market counts as short and
+  preemptible work gets on-demand nodes (reason ``spot_refused``) until a refusal expires.
   New spot nodes bought while spot nodes were recently lost are recorded as replacements.
 - Always one reliable node: with no on-demand node ready or booting, the cheapest one is created.
 - Scale in: a ready node with no task and no queued work that fits it, idle for ``idle_s``, is
@@ -204,15 +206,21 @@ class ElasticController:
 
     # ------------------------------------------------------------ growth
 
+    def spot_short(self, now: float) -> bool:
+        """The provider refused so many spot types lately that spot counts as unavailable."""
+        refusals = sum(1 for (_t, market), until in self.refused.items() if market is Market.SPOT and until > now)
+        return refusals >= self.policy.max_spot_refusals
+
     def _shapes_now(self, now: float) -> list[NodeShape]:
         recent: dict[str, int] = {}
         for itype, _market, _at in self.interruptions:
             recent[itype] = recent.get(itype, 0) + 1
+        spot_short = self.spot_short(now)
         out = []
         for s in self.shapes:
             if self.refused.get((s.instance_type.name, s.market), 0.0) > now:
                 continue
-            if s.market is Market.SPOT and (not self.policy.spot
+            if s.market is Market.SPOT and (not self.policy.spot or spot_short
                                             or recent.get(s.instance_type.name, 0) >= self.policy.max_interruptions):
                 continue
             out.append(s)
@@ -256,7 +264,8 @@ class ElasticController:
             if limit not in self.binding:
                 out.append(GrowthStopped(limit, blocked[limit], waiting))
         self.binding = set(blocked)
-        self._request(chosen, capacity, now, out)
+        preemptible = {i for g in left if not g.needs_reliable for i in g.task_ids}
+        self._request(chosen, capacity, preemptible, now, out)
 
     def _recently_released(self, p: PackedNode, now: float) -> bool:
         ids = {t.id for t in p.tasks}
@@ -287,11 +296,12 @@ class ElasticController:
         return total
 
     def _request(self, chosen: list[tuple[NodeShape, tuple[str, ...]]], capacity: Sequence[NodeView],
-                 now: float, out: list) -> None:
+                 preemptible: set[str], now: float, out: list) -> None:
         by_shape: dict[tuple[str, Market], list[tuple[NodeShape, tuple[str, ...]]]] = {}
         for shape, ids in chosen:
             by_shape.setdefault((shape.instance_type.name, shape.market), []).append((shape, ids))
         has_reliable = any(n.reliable for n in capacity)
+        spot_short = self.spot_short(now)
         for (_name, market), items in by_shape.items():
             shape = items[0][0]
             ids = tuple(sorted(i for _, task_ids in items for i in task_ids))
@@ -302,6 +312,9 @@ class ElasticController:
             elif market is Market.SPOT and self.unreplaced:
                 reason, detail = "replace", f"{self.unreplaced} spot node(s) lost recently; {len(ids)} task(s) wait"
                 self.unreplaced = max(self.unreplaced - len(items), 0)
+            elif market is Market.ON_DEMAND and spot_short and preemptible.intersection(ids):
+                reason, detail = "spot_refused", (f"spot refused for {self.policy.max_spot_refusals}+ types; "
+                                                  f"{len(ids)} queued task(s) go on-demand")
             else:
                 reason, detail = "queued_work", f"{len(ids)} queued task(s) fit no node"
             req = _Request(self.next_request, shape, len(items), now)

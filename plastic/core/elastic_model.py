@@ -78,6 +78,7 @@ class ElasticPolicy:
     interruption_window_s: float = 600.0  # recent interruptions of a spot shape are counted over this
     max_interruptions: int = 2  # a spot shape with this many recent interruptions is avoided
     refused_for_s: float = 300.0  # a (type, market) the provider refused is avoided this long
+    max_spot_refusals: int = 2  # this many spot types refused within refused_for_s: no spot until one expires
     band_weight: float = 0.5  # spot shapes are compared at price x (1 + weight x interruption risk)
     spot: bool = True  # may buy spot capacity at all
 

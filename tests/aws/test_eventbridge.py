@@ -6,10 +6,20 @@ import json
 
 import pytest
 
-from plastic.aws.eventbridge import DEFAULT_RULE, TARGET_ID, event_pattern, policy_sid, setup_spot_events
+from plastic.aws.eventbridge import (
+    DEFAULT_RULE,
+    TARGET_ID,
+    event_pattern,
+    policy_sid,
+    setup_spot_events,
+)
 from plastic.aws.sqs_notices import SqsNoticePoller
 from plastic.core.errors import InputError
-from plastic.core.spot_events import INTERRUPTION_WARNING, REBALANCE_RECOMMENDATION, STATE_CHANGE
+from plastic.core.spot_events import (
+    INTERRUPTION_WARNING,
+    REBALANCE_RECOMMENDATION,
+    STATE_CHANGE,
+)
 
 IID = "i-0aaaaaaaaaaaaaaa1"
 

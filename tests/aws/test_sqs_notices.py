@@ -11,7 +11,11 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from plastic.aws.sqs_notices import AgentMap, SqsNoticePoller
-from plastic.core.spot_events import INTERRUPTION_WARNING, REBALANCE_RECOMMENDATION, STATE_CHANGE
+from plastic.core.spot_events import (
+    INTERRUPTION_WARNING,
+    REBALANCE_RECOMMENDATION,
+    STATE_CHANGE,
+)
 from plastic.store import Store
 from tests.aws.conftest import eb_event, queue_depth
 

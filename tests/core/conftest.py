@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.model import Catalog, InstanceType, Market, NodeShape, Reserve, node_shapes
+from plastic.core.model import (
+    Catalog,
+    InstanceType,
+    Market,
+    NodeShape,
+    Reserve,
+    node_shapes,
+)
 
 # name, vcpus, GiB, on-demand $/h, spot $/h, interruption band
 CATALOG_ROWS: tuple[tuple[str, int, int, float, float, str], ...] = (

@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plastic.core.errors import BudgetExceededError
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Preempt, TaskSpec, Workload
+from plastic.core.model import (
+    PREEMPTIBLE,
+    RELIABLE,
+    Market,
+    Preempt,
+    TaskSpec,
+    Workload,
+)
 from plastic.core.packing import shape_holds
 from plastic.core.plan import Plan, PlanOptions
 from plastic.core.sizing import minimal_cluster, plan_workload

@@ -127,7 +127,7 @@ def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_
 
 
 def test_refused_spot_falls_back_to_the_next_shape_then_to_on_demand():
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(SHAPES, ElasticPolicy(max_spot_refusals=99))  # every spot shape is tried
     seen = []
     for now in range(20):
         out = ctl.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), float(now))
@@ -142,6 +142,30 @@ def test_refused_spot_falls_back_to_the_next_shape_then_to_on_demand():
         assert records(out, "create_refused")[0]["reason"] == "InsufficientInstanceCapacity"
     assert seen[0] == ("c5.large", Market.SPOT) and seen[-1][1] is Market.ON_DEMAND
     assert len({s for s in seen if s[1] is Market.SPOT}) == len([s for s in seen if s[1] is Market.SPOT]) >= 3
+
+
+def test_spot_refused_for_two_types_sends_preemptible_work_on_demand_until_a_refusal_expires():
+    ctl = ElasticController(SHAPES, ElasticPolicy(refused_for_s=300))
+    seen = []
+    for now in range(5):
+        out = ctl.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), float(now))
+        (c,) = of(out, CreateNodes)
+        seen.append((c.instance_type, c.market))
+        if c.market is Market.ON_DEMAND:
+            break
+        ctl.handle(CreateRefused(c.request, c.instance_type, c.market, "InsufficientInstanceCapacity"), float(now))
+    assert [m for _, m in seen] == [Market.SPOT, Market.SPOT, Market.ON_DEMAND] and len(set(seen)) == 3
+    assert records(out, "node_requested")[0]["reason"] == "spot_refused"
+    # reliable work is not "spot refused"; once the refusals expire, spot is tried again
+    for later, market in ((2.0, Market.ON_DEMAND), (400.0, Market.SPOT)):
+        ctl = ElasticController(SHAPES, ElasticPolicy(refused_for_s=300))
+        for i, now in enumerate((0.0, 1.0)):
+            c = of(ctl.handle(ClusterObserved((task(f"t{i}", 2, 4096),), (CORE,)), now), CreateNodes)[0]
+            ctl.handle(CreateRefused(c.request, c.instance_type, c.market, "InsufficientInstanceCapacity"), now)
+        waiting = task("r", 1, 1024, reliable=True) if market is Market.ON_DEMAND else task("t9", 2, 4096)
+        out = ctl.handle(ClusterObserved((waiting,), (CORE,)), later)
+        assert of(out, CreateNodes)[0].market is market
+        assert all(r["reason"] != "spot_refused" for r in records(out, "node_requested"))
 
 
 def test_idle_nodes_are_cordoned_then_released_never_the_last_reliable_nor_a_busy_one():
@@ -235,7 +259,12 @@ def test_same_observation_in_any_order_gives_the_same_decisions(seed):
 
 
 def test_a_wide_scatter_is_packed_by_groups_with_every_rule_kept():
-    from plastic.core.elastic_packing import PLAN_TASKS_MAX, group_tasks, plan_groups, weighted_shapes
+    from plastic.core.elastic_packing import (
+        PLAN_TASKS_MAX,
+        group_tasks,
+        plan_groups,
+        weighted_shapes,
+    )
 
     queued = ([task(f"s{i}", 1, 1024) for i in range(200)] + [task(f"r{i}", 2, 4096, reliable=True) for i in range(7)]
               + [task(f"p{i}", 2, 8192, pin="r5.large") for i in range(3)] + [task(f"b{i}", 3, 3000) for i in range(5)])

@@ -3,10 +3,9 @@ already committed its work, it ends as finished (JobStoreChecked "gone")."""
 
 from __future__ import annotations
 
-from plastic.core.jobbook_commands import CheckJobStore, ReportJobEnd
+from plastic.core.jobbook_commands import CheckJobStore, DeclineOffers, ReportJobEnd
 from plastic.core.jobbook_events import AgentLost, JobStoreChecked
 from plastic.core.lifecycle import TaskState
-from plastic.core.jobbook_commands import DeclineOffers
 from tests.core.test_jobbook import BURST, BURST2, Harness, of, records
 
 

@@ -27,7 +27,13 @@ from plastic.core.model import (
     node_shapes,
 )
 from plastic.core.planner import solve
-from tests.core.conftest import CATALOG, CHEAPEST_ON_DEMAND, INSTANCE_TYPES, SHAPES, sub_shapes
+from tests.core.conftest import (
+    CATALOG,
+    CHEAPEST_ON_DEMAND,
+    INSTANCE_TYPES,
+    SHAPES,
+    sub_shapes,
+)
 
 GIB = 1024
 

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_commands import Acknowledge, CheckJobStore, KillTask, LoadRuntimeHistory, Reconcile
+from plastic.core.jobbook_commands import (
+    Acknowledge,
+    CheckJobStore,
+    KillTask,
+    LoadRuntimeHistory,
+    Reconcile,
+)
 from plastic.core.jobbook_events import (
     JobStoreChecked,
     NoticeReceived,

@@ -8,8 +8,23 @@ from hypothesis import strategies as st
 
 from plastic.core.errors import UnplaceableTaskError
 from plastic.core.lower_bound import lower_bound
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Preempt, Reserve, TaskSpec, node_shapes
-from plastic.core.packing import PackedNode, allowed_on, cheapest_holding, pack, shape_holds, unplaceable
+from plastic.core.model import (
+    PREEMPTIBLE,
+    RELIABLE,
+    Market,
+    Preempt,
+    Reserve,
+    TaskSpec,
+    node_shapes,
+)
+from plastic.core.packing import (
+    PackedNode,
+    allowed_on,
+    cheapest_holding,
+    pack,
+    shape_holds,
+    unplaceable,
+)
 from plastic.core.planner import seeds_chooser, seeds_order
 from tests.core.conftest import CATALOG, SHAPES, TYPE_NAMES, shape
 

@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 
 from plastic.core.errors import UnplaceableTaskError
 from plastic.core.lower_bound import lower_bound
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Preempt, Reserve, TaskSpec, node_shapes
+from plastic.core.model import (
+    PREEMPTIBLE,
+    RELIABLE,
+    Market,
+    Preempt,
+    Reserve,
+    TaskSpec,
+    node_shapes,
+)
 from plastic.core.planner import solve
 from tests.core.conftest import CATALOG, TYPE_NAMES
 

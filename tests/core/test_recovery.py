@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from plastic.core.lifecycle import RunState
-from plastic.core.recovery import FailRun, ResumeRun, child_ended, orphaned_run, queue_again, toil_start
+from plastic.core.recovery import (
+    FailRun,
+    ResumeRun,
+    child_ended,
+    orphaned_run,
+    queue_again,
+    toil_start,
+)
 from plastic.core.run_end import run_end
 
 

@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plastic.core.errors import BudgetExceededError, PlanningError
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Catalog, InstanceType, Market, Preempt, TaskSpec, Workload
+from plastic.core.model import (
+    PREEMPTIBLE,
+    RELIABLE,
+    Catalog,
+    InstanceType,
+    Market,
+    Preempt,
+    TaskSpec,
+    Workload,
+)
 from plastic.core.plan import PlanOptions, plan_from_json, plan_to_json
 from plastic.core.sizing import minimal_cluster, plan_workload
 from plastic.core.waves import find_waves, topological_order

@@ -10,10 +10,9 @@ The events are those of tests/core/test_jobbook_properties.py (its rules are reu
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
-
-import itertools
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st

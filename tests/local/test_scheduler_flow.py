@@ -244,7 +244,7 @@ def test_invalid_accepts(cluster, scheduler):  # transcripts 61-64
     s.accept(["no-such-offer"], [task_info("bogus-offer-task", agent, {"value": "true"}, cpus=0.1)])
     st = s.wait_update("bogus-offer-task", "TASK_DROPPED")
     assert (st["reason"], st["source"]) == ("REASON_INVALID_OFFERS", "SOURCE_MASTER")
-    assert st["message"] == "Task launched with invalid offers: MasterOffer no-such-offer is no longer valid"
+    assert st["message"] == "Task launched with invalid offers: Offer no-such-offer is no longer valid"
     assert "uuid" not in st
     s.accept([burst["id"]["value"]], [task_info("too-big", agent, {"value": "true", "shell": True}, cpus=8)])
     st = s.wait_update("too-big", "TASK_ERROR")

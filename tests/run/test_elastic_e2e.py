@@ -61,10 +61,12 @@ def test_a_dynamic_width_scatter_gets_spot_nodes_and_finishes(tmp_path):
 
 
 def test_interrupted_spot_nodes_are_replaced_and_idle_nodes_released(tmp_path):
+    """The plan's four nodes are the most the run may have (--max-nodes 4), so work is queued when the
+    three spot ones are interrupted: their replacements are the only way to get it done sooner."""
     job = tmp_path / "job.yml"
     job.write_text("items: [" + ", ".join(str(i) for i in range(1, 31)) + "]\nseconds: 3\n")
     plan = REPO / "tests" / "chaos" / "data" / "square-sum" / "plan.json"
-    run = ChaosRun(tmp_path, job, plan, "--idle-seconds", "2", "--max-nodes", "6", "--notice-seconds", "3",
+    run = ChaosRun(tmp_path, job, plan, "--idle-seconds", "2", "--max-nodes", "4", "--notice-seconds", "3",
                    "--", "--plasticElasticEverySeconds", "1")
     try:
         run.wait_for("a few finished tasks", lambda: run.finished_count() >= 4)
@@ -99,13 +101,20 @@ def test_the_whole_run_budget_stops_growth_and_says_so_once(tmp_path):
 
 
 def test_a_provider_that_refuses_spot_falls_back_to_on_demand(tmp_path):
-    res = plastic_run(tmp_path, "dynamic-scatter", "--refuse-spot", "*", *FAST)
+    """40 parts keep the one core node busy long enough for the controller to try two spot types
+    (both refused) and then go on-demand (policy max_spot_refusals)."""
+    job = tmp_path / "job.yml"
+    job.write_text(f"text: {{class: File, path: {REPO / 'cwl-examples' / 'dynamic-scatter' / 'input.txt'}}}\n"
+                   "parts: 40\n")
+    res = plastic_run(tmp_path, "dynamic-scatter", "--refuse-spot", "*", *FAST, job=job)
     check_outputs(res, tmp_path, "dynamic-scatter")
     refused = decisions(tmp_path, "create_refused")
     assert refused and all(r["market"] == "spot" and "InsufficientInstanceCapacity" in r["reason"] for r in refused)
     requested = decisions(tmp_path, "node_requested")
-    assert requested[-1]["market"] == "on-demand", requested
+    assert requested[-1]["market"] == "on-demand" and requested[-1]["reason"] == "spot_refused", requested
     assert len({(r["instance_type"], r["market"]) for r in requested if r["market"] == "spot"}) >= 2  # next shape
+    created = {n for d in decisions(tmp_path, "node_created") for n in d["node_ids"]}
+    assert any(d["agent_id"] in created for d in decisions(tmp_path, "placed")), "the on-demand node took work"
 
 
 @pytest.mark.parametrize(("args", "names"), [

@@ -23,9 +23,10 @@ EXAMPLES = REPO / "cwl-examples"
 TIMEOUT_S = 240
 
 
-def plastic_run(tmp_path: Path, example: str, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def plastic_run(tmp_path: Path, example: str, *extra: str, env: dict | None = None,
+                job: Path | None = None) -> subprocess.CompletedProcess:
     wf = EXAMPLES / example / f"{example}.cwl"
-    job = EXAMPLES / example / "job.yml"
+    job = job or EXAMPLES / example / "job.yml"
     cmd = [sys.executable, "-m", "plastic", "run", str(wf), str(job), "--outdir", str(tmp_path / "out"),
            "--run-dir", str(tmp_path / "run"), "--report", str(tmp_path / "report.json"), *extra]
     full_env = dict(os.environ)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from plastic.core.lifecycle import TaskState, TransitionError
-from plastic.store import AttemptRecord, AttemptOutcome
+from plastic.store import AttemptOutcome, AttemptRecord
 
 T = TaskState
 
