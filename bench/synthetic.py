@@ -6,6 +6,8 @@ that stores them as a WfCommons (schema 1.5) trace so the CLI can plan them.
 
 The mix: vCPUs uniform in 1..8, RAM per vCPU uniform in 0.5..8 GiB, so shapes
 span compute-heavy to memory-heavy and no single instance family fits all.
+`--wide`: vCPUs drawn from 1, 2, 4, 8, 16 (small ones twice as likely), RAM per
+vCPU uniform in 0.25..6.75 GiB, runtimes 10 s..1 h: more shapes, bigger nodes.
 """
 
 from __future__ import annotations
@@ -50,6 +52,21 @@ def mixed_tasks(n: int, seed: int, *, preempt: Preempt = PREEMPTIBLE) -> list[Ta
             preempt=preempt,
             runtime_s=RUNTIME_S,
         ))
+    return tasks
+
+
+def wide_tasks(n: int, seed: int, *, preempt: Preempt = PREEMPTIBLE) -> list[TaskSpec]:
+    """`n` independent tasks of a wider mix (see the module's doc), every one fits a 16-vCPU node."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = random.Random(seed)
+    width = max(5, len(str(n)))
+    tasks: list[TaskSpec] = []
+    for i in range(1, n + 1):
+        vcpus = rng.choice((1, 1, 2, 2, 4, 4, 8, 16))
+        gib_per_vcpu = rng.uniform(0.25, 6.75)
+        tasks.append(TaskSpec(id=f"t{i:0{width}d}", vcpus=vcpus, ram_mib=round(vcpus * gib_per_vcpu * 1024),
+                              preempt=preempt, runtime_s=rng.uniform(10.0, 3600.0)))
     return tasks
 
 
@@ -105,11 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write a seeded synthetic WfCommons trace of mixed tasks.")
     parser.add_argument("n", type=int, help="number of tasks")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--wide", action="store_true", help="the wider mix (see the module's doc)")
     parser.add_argument("-o", "--output", required=True, help="JSON file to write")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error("n must be >= 1")
-    tasks = mixed_tasks(args.n, args.seed)
+    tasks = (wide_tasks if args.wide else mixed_tasks)(args.n, args.seed)
     write_wfcommons(tasks, args.output)
     print(f"{args.output}: {len(tasks)} tasks, seed {args.seed}")
     return 0

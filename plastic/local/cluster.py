@@ -70,7 +70,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-class Cluster:
+class RunningCluster:
     """Master + agents in one process."""
 
     def __init__(self, spec: ClusterSpec, options: Options):

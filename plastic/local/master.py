@@ -27,7 +27,7 @@ from plastic.local import calls, views
 from plastic.local import protocol as P
 from plastic.local.streams import Stream, frame
 
-Cluster = Any  # plastic.local.cluster.Cluster (not imported: the cluster imports this module)
+RunningCluster = Any  # plastic.local.cluster.RunningCluster (not imported: the cluster imports this module)
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ async def _read_call(request: web.Request) -> Any:
     return calls.parse_json(await request.read())
 
 
-def make_app(cluster: Cluster) -> web.Application:
+def make_app(cluster: RunningCluster) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app["cluster"] = cluster
     app.on_response_prepare.append(_strip_server_header)
@@ -78,7 +78,7 @@ async def _strip_server_header(request: web.Request, response: web.StreamRespons
     response.headers.popall("Server", None)  # a real master names no server
 
 
-def _cluster(request: web.Request) -> Cluster:
+def _cluster(request: web.Request) -> RunningCluster:
     return request.app["cluster"]
 
 
@@ -105,7 +105,8 @@ async def scheduler(request: web.Request) -> web.StreamResponse:
     return web.Response(status=202)
 
 
-async def _subscribe(request: web.Request, cluster: Cluster, call: dict[str, Any]) -> web.StreamResponse:
+async def _subscribe(request: web.Request, cluster: RunningCluster,
+                     call: dict[str, Any]) -> web.StreamResponse:
     state = cluster.state
     assert state is not None
     stream_id = str(uuid.uuid4())
@@ -231,7 +232,7 @@ async def plastic_sandbox(request: web.Request) -> web.Response:
     return _error(404, f"no sandbox for task {task_id}")
 
 
-def _resolve_agent(cluster: Cluster, given: str) -> str:
+def _resolve_agent(cluster: RunningCluster, given: str) -> str:
     """An agent id, or its unique suffix such as `S1` (404 when none matches)."""
     assert cluster.state is not None
     agents = cluster.state.agents

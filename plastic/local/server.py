@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from plastic.local.cluster import Cluster
+from plastic.local.cluster import RunningCluster
 from plastic.local.supervisor import (
     KEEP_WORKDIR,
     STATE_FILE,
@@ -38,7 +38,7 @@ async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid:
                 on_ready: Any = None, remove_workdir: bool = False, lease_file: Path | None = None,
                 lease_s: float | None = None) -> None:
     """Run the cluster until asked to stop."""
-    cluster = Cluster(spec, options)
+    cluster = RunningCluster(spec, options)
     loop = asyncio.get_running_loop()
     await cluster.start()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

@@ -8,7 +8,7 @@
     ]}
     with LocalCluster(spec, agent_ping_timeout_s=1.0) as cluster:
         cluster.master_url            # "http://127.0.0.1:PORT": POST /api/v1/scheduler, /api/v1, GET /version
-        cluster.agents                # [AgentInfo(id, cluster, preemptible, instance_type, attributes,
+        cluster.agents                # [LocalAgent(id, cluster, preemptible, instance_type, attributes,
                                       #            imds_url, port, node_id, total, instance_id)], in agent-id order
         cluster.agents_in("burst-small")
         cluster.interrupt(agent_id, notice_seconds=2.0)   # IMDS shows the notice; the agent dies at that time
@@ -63,7 +63,7 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import supervisor as sup
 from plastic.local.config import ClusterSpec, coerce_spec
 
-__all__ = ["AgentInfo", "LocalCluster", "LocalClusterError"]
+__all__ = ["LocalAgent", "LocalCluster", "LocalClusterError"]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class LocalClusterError(PlasticError):
 
 
 @dataclass(frozen=True)
-class AgentInfo:
+class LocalAgent:
     id: str
     cluster: str
     preemptible: bool
@@ -117,7 +117,7 @@ class LocalCluster:
         self.port: int = 0
         self.pid: int | None = None
         self.cluster_id: str | None = None
-        self.agents: list[AgentInfo] = []
+        self.agents: list[LocalAgent] = []
         self.master_restarts = 0
         self._proc: Any = None
         self._tmp: tempfile.TemporaryDirectory | None = None
@@ -286,7 +286,7 @@ class LocalCluster:
             raise
         return self
 
-    def refresh(self) -> list[AgentInfo]:
+    def refresh(self) -> list[LocalAgent]:
         """Re-read the agents (replacements of lost agents join with new ids); dead ones are left out."""
         self.agents = [_agent_info(a | {"total": a["resources"]["total"]}) for a in self.status()["agents"]
                        if a["status"] not in ("dead", "removed")]
@@ -328,13 +328,13 @@ class LocalCluster:
             proc.kill()
 
     # ------------------------------------------------------------ queries and chaos
-    def agent(self, agent_id: str) -> AgentInfo:
+    def agent(self, agent_id: str) -> LocalAgent:
         for a in self.agents:
             if a.id == agent_id:
                 return a
         raise KeyError(agent_id)
 
-    def agents_in(self, cluster: str) -> list[AgentInfo]:
+    def agents_in(self, cluster: str) -> list[LocalAgent]:
         return [a for a in self.agents if a.cluster == cluster]
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -378,8 +378,8 @@ class LocalCluster:
         return [p for a in self.status()["agents"] for p in a["pids"]]
 
 
-def _agent_info(a: dict[str, Any]) -> AgentInfo:
-    return AgentInfo(id=a["id"], cluster=a["cluster"], preemptible=a["preemptible"],
+def _agent_info(a: dict[str, Any]) -> LocalAgent:
+    return LocalAgent(id=a["id"], cluster=a["cluster"], preemptible=a["preemptible"],
                      instance_type=a["instance_type"], attributes=a["attributes"], imds_url=a["imds_url"],
                      port=a["port"], node_id=a.get("node_id"), total=a.get("total", {}),
                      instance_id=a.get("instance_id"))
