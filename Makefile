@@ -7,7 +7,7 @@ STAMP_TEST := $(VENV)/.installed-test
 DEMO_WF  ?= cwl-examples/scatter-gather/scatter-gather.cwl
 DEMO_JOB ?= cwl-examples/scatter-gather/job.yml
 
-.PHONY: demo test venv clean bench test-services
+.PHONY: demo test venv clean bench test-services test-compose
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,13 @@ test-services:
 test: $(STAMP_TEST) test-services
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider; \
 	  rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; exit 0; fi; exit $$rc
+
+# The compose cluster on real Apache Mesos 1.11 (needs Docker; not part of `make test`): builds the
+# images (the first Mesos build compiles for 35-60 minutes, the layer cache keeps it), brings the
+# cluster up, runs tests/compose against it and takes it down (README: "The compose cluster").
+test-compose: $(STAMP_TEST)
+	PLASTIC_COMPOSE_TESTS=1 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider -s \
+	  tests/compose
 
 bench: $(STAMP_TEST)
 	$(BIN)/pip install -q -e '.[test,bench]' --config-settings editable_mode=compat

@@ -29,6 +29,22 @@ def plan_as_yaml(plan: Plan) -> str:
     return yaml.safe_dump(plan_to_json(plan), sort_keys=False, default_flow_style=False)
 
 
+def plan_as_compose(plan: Plan) -> str:
+    """A docker-compose override file that gives the compose cluster the plan's agents, one per
+    planned node (`docker compose -f docker-compose.yml -f THIS up`; plastic.compose)."""
+    import yaml
+
+    from plastic import compose
+    from plastic.local.config import spec_from_plan_doc
+
+    agents = compose.one_per_node(spec_from_plan_doc(plan_to_json(plan), "plan").agents)
+    head = ("# plastic plan --format compose: the plan's agents for the compose cluster (plastic.compose).\n"
+            "#   docker compose -f docker-compose.yml -f THIS_FILE up -d\n"
+            f"# {len(agents)} agent(s); the example's agents are left out (profile {compose.BASE_AGENTS_PROFILE}).\n")
+    return head + yaml.safe_dump(compose.override_document(agents), sort_keys=False, default_flow_style=False,
+                                 width=120)
+
+
 def plan_as_table(plan: Plan, *, width: int | None = None) -> str:
     """Clusters, types, counts, $/h, savings against all on-demand, distance to the lower bound."""
     import shutil

@@ -8,6 +8,7 @@ import sys
 import click
 
 from plastic.cli.aws import sqs_setup, sqs_watch
+from plastic.cli.imds import imds_group, spot_run
 from plastic.cli.local import local_group
 from plastic.cli.lower import lower
 from plastic.cli.plan import inspect, plan
@@ -26,5 +27,5 @@ def cli(verbose: int) -> None:
 
 
 for _command in (plan, inspect, local_group, run, lower, serve, submit, status, logs, agent_watch, sqs_watch,
-                 sqs_setup):
+                 sqs_setup, imds_group, spot_run):
     cli.add_command(_command)

@@ -65,7 +65,9 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               help="MiB kept on every node for the OS and the Mesos agent.")
 @click.option("--strategy", type=click.Choice(["best", "seeds"]), default="best", show_default=True,
               help="best: every strategy, cheapest wins; seeds: the seeds' algorithm alone.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "yaml", "compose"]), default="table",
+              show_default=True, help="compose: a docker-compose override giving the compose cluster the plan's "
+                                      "agents.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the plan here (atomically).")
 def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent: bool, preempt: str,
          no_infer_preempt: bool, default_ram_mib: int, scatter_width: int, budget_per_hour: float | None,
@@ -94,6 +96,8 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
         text = render.plan_as_json(result)
     elif fmt == "yaml":
         text = render.plan_as_yaml(result)
+    elif fmt == "compose":
+        text = render.plan_as_compose(result)
     else:
         text = render.plan_as_table(result)
     if output:

@@ -24,7 +24,7 @@ REDIS_ENV = "PLASTIC_REDIS_URL"
 AWS_RECOMMENDED_INTERVAL_S = 5.0
 
 
-def _seconds(text: str, option: str, *, allow_zero: bool = False) -> float:
+def seconds_value(text: str, option: str, *, allow_zero: bool = False) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -49,19 +49,19 @@ def _redis(url: str | None):
     return Store(client), client
 
 
-def _imds_url(text: str) -> str:
+def imds_url_value(text: str, source: str = "--imds") -> str:
     import httpx
 
     try:
         url = httpx.URL(text)
     except (httpx.InvalidURL, TypeError) as exc:
-        raise InputError(f"not a URL: {text!r} ({exc})", source="--imds") from None
+        raise InputError(f"not a URL: {text!r} ({exc})", source=source) from None
     if url.scheme not in ("http", "https") or not url.host:
-        raise InputError(f"not an http(s)://HOST[:PORT] URL: {text!r}", source="--imds")
+        raise InputError(f"not an http(s)://HOST[:PORT] URL: {text!r}", source=source)
     return str(url).rstrip("/")
 
 
-def _logging(verbose: int) -> None:
+def setup_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     if not logging.getLogger().handlers:  # `python -m plastic.watch`: no `plastic` group configured it
         logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -91,17 +91,17 @@ def agent_watch(redis_url: str | None, imds: str, interval: str, agent_id: str |
     from plastic.watch.imds import MAX_TOKEN_TTL_S, ImdsClient
     from plastic.watch.watcher import AgentWatcher
 
-    interval_s = _seconds(interval, "--interval")
-    grace_s = _seconds(grace, "--grace", allow_zero=True)
-    ttl = _seconds(token_ttl, "--token-ttl")
+    interval_s = seconds_value(interval, "--interval")
+    grace_s = seconds_value(grace, "--grace", allow_zero=True)
+    ttl = seconds_value(token_ttl, "--token-ttl")
     if not ttl.is_integer() or not 1 <= ttl <= MAX_TOKEN_TTL_S:
         raise InputError(f"must be a whole number of seconds in 1..{MAX_TOKEN_TTL_S}, got {token_ttl!r}",
                          source="--token-ttl")
     if agent_id is not None and (not agent_id.strip() or any(c.isspace() for c in agent_id)):
         raise InputError(f"not an agent id: {agent_id!r}", source="--agent-id")
-    imds_url = _imds_url(imds)
+    imds_url = imds_url_value(imds)
     store, client = _redis(redis_url)
-    _logging(verbose)
+    setup_logging(verbose)
     if interval_s > AWS_RECOMMENDED_INTERVAL_S:
         log.warning("--interval %.1f s: AWS recommends polling at least every %.0f s (the warning is two minutes)",
                     interval_s, AWS_RECOMMENDED_INTERVAL_S)

@@ -1,0 +1,160 @@
+"""The compose cluster end to end on real Apache Mesos 1.11 (`make test-compose`): the examples
+through the manager, placement checked on the real master, a spot interruption, the manager killed
+mid-run, and `down -v` leaving nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.clirun import REPO
+from tests.compose.conftest import RUNS, master_state, master_tasks
+
+EXAMPLES = REPO / "cwl-examples"
+IN_IMAGE = "/opt/plastic-examples"
+FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+
+
+def submit(cluster, workflow: str, job: str, outdir: str, *toil: str) -> str:
+    res = cluster.plastic("submit", workflow, job, "--outdir", outdir, *toil)
+    return res.stdout.strip().splitlines()[-1]
+
+
+def status(cluster, run_id: str) -> dict:
+    return json.loads(cluster.plastic("status", run_id, "--format", "json").stdout)
+
+
+def wait_run(cluster, run_id: str, timeout: float = 900) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            st = status(cluster, run_id)
+        except AssertionError:  # the manager is restarting
+            st = {"state": "?"}
+        if st["state"] in FINAL:
+            return st
+        assert time.monotonic() < deadline, f"run {run_id} still {st} after {timeout} s"
+        time.sleep(2)
+
+
+def decisions(run_id: str) -> list[dict]:
+    path = RUNS / "runs" / run_id / "decisions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def check_outputs(example: str, outdir: Path) -> None:
+    expected = json.loads((EXAMPLES / example / "expected-output.json").read_text())
+    for name, want in expected.items():
+        got = outdir / want["basename"]
+        assert got.is_file(), (name, sorted(p.name for p in outdir.iterdir()))
+        assert got.stat().st_size == want["size"], name
+
+
+@pytest.mark.parametrize("example", ["scatter-gather", "nested-scatter", "dynamic-resources"])
+def test_examples_through_the_manager_and_reliable_steps_on_the_core_agent(cluster, example):
+    t0 = time.monotonic()
+    run_id = submit(cluster, f"{IN_IMAGE}/{example}/{example}.cwl", f"{IN_IMAGE}/{example}/job.yml",
+                    f"/plastic-runs/out-{example}")
+    st = wait_run(cluster, run_id)
+    assert st["state"] == "SUCCEEDED", st
+    print(f"{example}: {time.monotonic() - t0:.1f} s from submit to SUCCEEDED on the compose cluster")
+    check_outputs(example, RUNS / f"out-{example}")
+    # the real master's view: every task of a preempt=false step ran on the core agent
+    state = master_state()
+    agents = {a["id"]: {x: str(v) for x, v in a["attributes"].items()} for a in
+              state["slaves"] + state.get("recovered_slaves", [])}
+    ran_on = {t["id"]: t["slave_id"] for t in master_tasks()}
+    run_dir = RUNS / "runs" / run_id
+    policy = json.loads((run_dir / "workflow" / "policy.json").read_text())["tools"]
+    reliable = {k for k, e in policy.items() if e["preempt"] in (False, 0)}
+    issued = {str(d["job_id"]): d for d in decisions(run_id) if d["kind"] == "issued"}
+    checked = 0
+    for d in decisions(run_id):
+        if d["kind"] != "placed":
+            continue
+        assert ran_on.get(d["task"]) == d["agent_id"], d  # the master ran it where plastic placed it
+        if (issued[str(d["job_id"])].get("tool") or "").rsplit(".", 1)[-1] in reliable:
+            assert agents[d["agent_id"]]["cluster"] == "core" and agents[d["agent_id"]]["preemptible"] == "false", d
+            checked += 1
+    assert checked >= 1 or not reliable
+
+
+def long_job(tmp: Path, seconds: int, items: int) -> str:
+    """The chaos tests' square-sum workflow with sleeping tasks, copied where the manager sees it."""
+    src = REPO / "tests" / "chaos" / "data" / "square-sum"
+    dst = RUNS / "square-sum"
+    dst.mkdir(exist_ok=True)
+    for f in src.iterdir():
+        if f.suffix in (".cwl", ".yml", ".yaml"):
+            (dst / f.name).write_text(f.read_text())
+    (dst / "job.yml").write_text("items: [" + ", ".join(str(i) for i in range(1, items + 1)) + f"]\nseconds: {seconds}\n")
+    return "/plastic-runs/square-sum"
+
+
+def busy_spot_agent(exclude: set[str] = frozenset()) -> dict | None:
+    state = master_state()
+    running = {}
+    for fw in state["frameworks"]:
+        for t in fw["tasks"]:
+            if t["state"] == "TASK_RUNNING":
+                running[t["slave_id"]] = running.get(t["slave_id"], 0) + 1
+    spot = [a for a in state["slaves"] if str(a["attributes"].get("preemptible")) == "true"
+            and running.get(a["id"]) and a["attributes"]["cluster"] not in exclude]
+    return max(spot, key=lambda a: running[a["id"]]) if spot else None
+
+
+def test_a_spot_interruption_requeues_the_agents_tasks_and_the_run_completes(cluster, tmp_path):
+    where = long_job(tmp_path, seconds=20, items=16)
+    run_id = submit(cluster, f"{where}/square-sum.cwl", f"{where}/job.yml", "/plastic-runs/out-interrupted")
+    deadline = time.monotonic() + 300
+    while (agent := busy_spot_agent()) is None:
+        assert time.monotonic() < deadline, "no spot agent ever ran a task"
+        time.sleep(1)
+    name = agent["attributes"]["cluster"]
+    port = {"burst-large": 8781, "burst-small": 8782}[name] if name in ("burst-large", "burst-small") else None
+    assert port, agent
+    cluster.plastic("imds", "interrupt", f"http://127.0.0.1:{port}", "--notice-seconds", "10")
+    st = wait_run(cluster, run_id)
+    assert st["state"] == "SUCCEEDED", st
+    log = decisions(run_id)
+    notices = [d for d in log if d["kind"] == "notice" and d["agent_id"] == agent["id"]]
+    assert notices, [d["kind"] for d in log][-50:]
+    requeued = [d for d in log if d["kind"] in ("requeue", "drain_kill") and d.get("agent_id") == agent["id"]]
+    assert requeued, "the doomed agent's tasks went elsewhere"
+    gone = cluster.run("ps", "-a", name).stdout
+    assert "Exit 137" in gone or "exited (137)" in gone.lower(), gone  # spot-run took the machine
+    cluster.run("up", "-d", name, f"{name}-watch")  # a new machine for the remaining tests
+    cluster.wait_healthy({name})
+
+
+def test_the_manager_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_path):
+    where = long_job(tmp_path, seconds=15, items=8)
+    run_id = submit(cluster, f"{where}/square-sum.cwl", f"{where}/job.yml", "/plastic-runs/out-manager-killed")
+    deadline = time.monotonic() + 300
+    while not any(d["kind"] == "placed" for d in (decisions(run_id) if (RUNS / "runs" / run_id /
+                                                                       "decisions.jsonl").exists() else [])):
+        assert time.monotonic() < deadline, "nothing placed"
+        time.sleep(1)
+    cid = cluster.container("manager")
+    pid = int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", cid], capture_output=True, text=True,
+                             check=True).stdout)
+    os.kill(pid, signal.SIGKILL)  # a crash, not a `docker stop`: the restart policy applies
+    time.sleep(3)
+    cluster.wait_healthy({"manager"}, timeout=180)
+    restarts = json.loads(subprocess.run(["docker", "inspect", cid], capture_output=True, text=True,
+                                         check=True).stdout)[0]["RestartCount"]
+    assert restarts >= 1
+    st = wait_run(cluster, run_id)
+    assert st["state"] == "SUCCEEDED", st
+    assert sorted(p.name for p in (RUNS / "out-manager-killed").iterdir())
+
+
+def test_zz_down_leaves_no_container_network_or_volume(cluster):
+    cluster.run("down", "-v", "--remove-orphans")
+    assert cluster.leftovers() == {"container": [], "network": [], "volume": []}
