@@ -35,6 +35,8 @@ def compose_cmd() -> list[str]:
 
 
 class Compose:
+    master_url = MASTER  # the driver's scenario tests (tests/compose/test_a_real_master.py) need only this
+
     def __init__(self) -> None:
         self.cmd = [*compose_cmd(), "-p", PROJECT, "-f", str(REPO / "docker-compose.yml")]
 

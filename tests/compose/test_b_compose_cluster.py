@@ -153,8 +153,3 @@ def test_the_manager_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
     assert sorted(p.name for p in (RUNS / "out-manager-killed").iterdir())
-
-
-def test_zz_down_leaves_no_container_network_or_volume(cluster):
-    cluster.run("down", "-v", "--remove-orphans")
-    assert cluster.leftovers() == {"container": [], "network": [], "volume": []}
