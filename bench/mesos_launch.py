@@ -17,11 +17,18 @@ acknowledged explicitly, as a real framework does.  Printed:
 
     python bench/mesos_launch.py                 # 5,000 tasks, 4 agents x 8 cpus, 0.1 cpu / 16 MiB each
     python bench/mesos_launch.py --tasks 500
+    python bench/mesos_launch.py --master http://127.0.0.1:5050 --tasks 500 --beside-local
+
+With ``--master`` the tasks go to a running Mesos master (the compose cluster's
+Apache Mesos 1.11, or any other) and its agents as they are; there each task is
+a real mesos-executor process.  ``--beside-local`` then also runs the same
+number of tasks through plastic's local cluster in the same run and prints both.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -143,19 +150,23 @@ class BenchScheduler(Scheduler):
         self.done.set()
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, master: str | None = None) -> dict[str, Any]:
+    """One run: against ``master`` when given (a running Mesos master), else a fresh local cluster."""
     spec = {"clusters": [{"name": "bench", "count": args.agents, "cpus": args.agent_cpus,
                           "ram_mib": args.agent_mem, "preemptible": False}]}
-    with LocalCluster(spec) as cluster:
+    with (contextlib.nullcontext(None) if master else LocalCluster(spec)) as cluster:
+        url = master or cluster.master_url
         sched = BenchScheduler(args.tasks, args.task_cpus, args.task_mem)
         driver = MesosSchedulerDriver(sched, {"user": os.environ.get("USER", "root") or "root", "name": "bench-mesos-launch"},
-                                      cluster.master_url, sender_threads=args.sender_threads)
-        cpu_self0, cpu_cluster0 = time.process_time(), _cpu_seconds(cluster.pid)
+                                      url, sender_threads=args.sender_threads)
+        cpu_self0 = time.process_time()
+        cpu_cluster0 = _cpu_seconds(cluster.pid) if cluster else float("nan")
         t0 = time.perf_counter()
         driver.start()
         completed = sched.done.wait(args.timeout)
         t_end = sched.last_finished_ack_at or time.perf_counter()
-        cpu_self, cpu_cluster = time.process_time() - cpu_self0, _cpu_seconds(cluster.pid) - cpu_cluster0
+        cpu_self = time.process_time() - cpu_self0
+        cpu_cluster = _cpu_seconds(cluster.pid) - cpu_cluster0 if cluster else float("nan")
         driver.stop()
     wall = t_end - t0
     launch_window = (sched.last_accept_at - sched.first_offer_at) if sched.first_offer_at else float("nan")
@@ -163,11 +174,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": _machine(),
+        "master": master or "plastic local cluster",
         "completed": completed,
         "tasks": args.tasks,
         "finished": sched.finished,
         "failed": sched.failed,
-        "cluster": f"{args.agents} agents x {args.agent_cpus} cpus / {args.agent_mem} MiB; tasks {args.task_cpus} cpu / {args.task_mem} MiB",
+        "cluster": (f"the master's agents as they are; tasks {args.task_cpus} cpu / {args.task_mem} MiB" if master else
+                    f"{args.agents} agents x {args.agent_cpus} cpus / {args.agent_mem} MiB; tasks {args.task_cpus} cpu / {args.task_mem} MiB"),
         "sender_threads": args.sender_threads,
         "wall_s": round(wall, 3),
         "tasks_per_s_end_to_end": round(sched.finished / wall, 1) if wall > 0 else None,
@@ -178,8 +191,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "accept_calls": sched.accept_calls,
         "acknowledge_calls": sched.ack_calls,
         "cpu_s_driver_process": round(cpu_self, 2),
-        "cpu_s_cluster_process": round(cpu_cluster, 2),
+        "cpu_s_cluster_process": None if cpu_cluster != cpu_cluster else round(cpu_cluster, 2),
     }
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"mesos_launch  {result['date']}  {result['machine']}")
+    print(f"  master: {result['master']}")
+    print(f"  {result['cluster']}; driver sender threads {result['sender_threads']}")
+    print(f"  {result['finished']}/{result['tasks']} tasks finished in {result['wall_s']} s"
+          + (f"; failed: {result['failed']}" if result["failed"] else "")
+          + ("" if result["completed"] else "  (TIMED OUT)"))
+    print(f"  tasks/s end to end (first SUBSCRIBE -> last TASK_FINISHED acknowledged): {result['tasks_per_s_end_to_end']}")
+    print(f"  launches/s (first offer -> last ACCEPT 202): {result['launches_per_s']}  (target {TARGET_LAUNCHES_PER_S:.0f})")
+    print(f"  offer-to-launch latency: p50 {result['offer_to_launch_p50_ms']} ms, p99 {result['offer_to_launch_p99_ms']} ms")
+    print(f"  calls: {result['accept_calls']} ACCEPT, {result['acknowledge_calls']} ACKNOWLEDGE")
+    cluster_cpu = result["cpu_s_cluster_process"]
+    print(f"  CPU: driver process {result['cpu_s_driver_process']} s"
+          + (f", cluster process (master+agents+tasks) {cluster_cpu} s" if cluster_cpu is not None else ""))
 
 
 def main() -> int:
@@ -192,24 +221,20 @@ def main() -> int:
     parser.add_argument("--task-mem", type=float, default=16)
     parser.add_argument("--sender-threads", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--master", help="a running Mesos master (http://host:port) instead of a fresh local cluster")
+    parser.add_argument("--beside-local", action="store_true",
+                        help="with --master: also run the same tasks through plastic's local cluster and print both")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
-    result = run(args)
+    results = [run(args, args.master)]
+    if args.master and args.beside_local:
+        results.append(run(args))
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps(results if len(results) > 1 else results[0], indent=1))
     else:
-        print(f"mesos_launch  {result['date']}  {result['machine']}")
-        print(f"  {result['cluster']}; driver sender threads {result['sender_threads']}")
-        print(f"  {result['finished']}/{result['tasks']} tasks finished in {result['wall_s']} s"
-              + (f"; failed: {result['failed']}" if result["failed"] else "")
-              + ("" if result["completed"] else "  (TIMED OUT)"))
-        print(f"  tasks/s end to end (first SUBSCRIBE -> last TASK_FINISHED acknowledged): {result['tasks_per_s_end_to_end']}")
-        print(f"  launches/s (first offer -> last ACCEPT 202): {result['launches_per_s']}  (target {TARGET_LAUNCHES_PER_S:.0f})")
-        print(f"  offer-to-launch latency: p50 {result['offer_to_launch_p50_ms']} ms, p99 {result['offer_to_launch_p99_ms']} ms")
-        print(f"  calls: {result['accept_calls']} ACCEPT, {result['acknowledge_calls']} ACKNOWLEDGE")
-        print(f"  CPU: driver process {result['cpu_s_driver_process']} s, cluster process (master+agents+tasks) "
-              f"{result['cpu_s_cluster_process']} s")
-    return 0 if result["completed"] and not result["failed"] else 1
+        for result in results:
+            print_result(result)
+    return 0 if all(r["completed"] and not r["failed"] for r in results) else 1
 
 
 if __name__ == "__main__":

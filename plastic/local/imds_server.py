@@ -15,6 +15,7 @@ What happens at the action time is up to whoever runs the agent: `plastic spot-r
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ class Schedule:
         if self.rebalance_time is None:
             self.rebalance_time = now
         if not rebalance_only and self.action_time is None:
-            self.action_time = now + max(0.0, notice_s)
+            # whole seconds, rounded up: the notice shows the time to the second (as EC2's does), and a
+            # machine that goes at the time it read must not go before now + notice_s
+            self.action_time = float(math.ceil(now + max(0.0, notice_s)))
 
 
 def make_app(instance_id: str, instance_type: str, *, clock: Callable[[], float] = time.time) -> web.Application:
