@@ -3,7 +3,8 @@
 
 Every service uses the host's network (Mesos' libprocess then advertises 127.0.0.1 and traffic
 stays on loopback), so each gets its own port: ZooKeeper 2181, the Mesos master 5050, agents from
-5051, Redis 6380, spot agents' instance-metadata emulators from 8781.  A spot agent is three
+5051, Redis 6380, a spot agent's instance-metadata emulator on 8781 + the agent's offset from 5051
+(agent 5052, emulator 8782).  A spot agent is three
 services: the Mesos agent under `plastic spot-run` (it dies at its interruption time, as an
 instance would), `<agent>-imds` (`plastic imds serve`) and `<agent>-watch` (`plastic agent-watch`,
 publishing notices into the cluster's Redis).  One folder of the host, ./compose-runs, is mounted at

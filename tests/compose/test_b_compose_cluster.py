@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from plastic.compose import FIRST_AGENT_PORT, FIRST_IMDS_PORT
 from tests.clirun import REPO
 from tests.compose.conftest import RUNS, master_state, master_tasks
 
@@ -63,13 +64,18 @@ def test_examples_through_the_manager_and_reliable_steps_on_the_core_agent(clust
                     f"/plastic-runs/out-{example}")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
-    print(f"{example}: {time.monotonic() - t0:.1f} s from submit to SUCCEEDED on the compose cluster")
+    fields = st.get("fields", {})
+    print(f"{example}: {time.monotonic() - t0:.1f} s from submit to SUCCEEDED on the compose cluster, "
+          f"makespan {fields.get('makespan_s', '?')} s, cost {fields.get('cost_usd', '?')} USD")
     check_outputs(example, RUNS / f"out-{example}")
     # the real master's view: every task of a preempt=false step ran on the core agent
     state = master_state()
     agents = {a["id"]: {x: str(v) for x, v in a["attributes"].items()} for a in
               state["slaves"] + state.get("recovered_slaves", [])}
-    ran_on = {t["id"]: t["slave_id"] for t in master_tasks()}
+    frameworks = {d["framework_id"] for d in decisions(run_id) if d["kind"] == "registered"}
+    assert frameworks, "the run never registered with the master"
+    # task ids are per run (job.attempt): only this run's frameworks' tasks
+    ran_on = {t["id"]: t["slave_id"] for t in master_tasks() if t["framework_id"] in frameworks}
     run_dir = RUNS / "runs" / run_id
     policy = json.loads((run_dir / "workflow" / "policy.json").read_text())["tools"]
     reliable = {k for k, e in policy.items() if e["preempt"] in (False, 0)}
@@ -117,8 +123,7 @@ def test_a_spot_interruption_requeues_the_agents_tasks_and_the_run_completes(clu
         assert time.monotonic() < deadline, "no spot agent ever ran a task"
         time.sleep(1)
     name = agent["attributes"]["cluster"]
-    port = {"burst-large": 8781, "burst-small": 8782}[name] if name in ("burst-large", "burst-small") else None
-    assert port, agent
+    port = FIRST_IMDS_PORT + int(agent["pid"].rsplit(":", 1)[1]) - FIRST_AGENT_PORT  # its emulator, by the rule
     cluster.plastic("imds", "interrupt", f"http://127.0.0.1:{port}", "--notice-seconds", "10")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
@@ -129,7 +134,8 @@ def test_a_spot_interruption_requeues_the_agents_tasks_and_the_run_completes(clu
     assert requeued, "the doomed agent's tasks went elsewhere"
     gone = cluster.run("ps", "-a", name).stdout
     assert "Exit 137" in gone or "exited (137)" in gone.lower(), gone  # spot-run took the machine
-    cluster.run("up", "-d", name, f"{name}-watch")  # a new machine for the remaining tests
+    # a new machine for the remaining tests, with its own metadata (the old emulator still says "terminate")
+    cluster.run("up", "-d", "--no-deps", "--force-recreate", f"{name}-imds", name, f"{name}-watch")
     cluster.wait_healthy({name})
 
 

@@ -3,13 +3,19 @@ Apache Mesos 1.11 master and agents (the same classes as tests/framework/test_to
 runs them on the local cluster).
 
 The tasks run in the agent containers, so what they touch must be there at the same path: the
-test process's temporary files (Toil's job stores) go under /plastic-runs/tmp, which on this host is
-a link to ./compose-runs, the folder every container mounts at /plastic-runs.  The agents find
-`_toil_worker` on their own PATH (/opt/plastic/bin).
+test process's temporary files and each test's `tmp_path` (Toil's job stores, the concurrency
+counter) go under /plastic-runs/tmp, which on this host is a link to ./compose-runs, the folder every
+container mounts at /plastic-runs.  The workflow tests' job functions live in toil.test, which
+imports pytest (not in the agent image) and runs `rsync --version`: the leader's PATH starts with a
+shared folder holding a `_toil_worker` that runs the agent's own worker with a copy of this
+environment's pytest on PYTHONPATH, and an `rsync` that exits 1.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -34,11 +40,47 @@ def plastic_cluster(request: pytest.FixtureRequest, cluster):
         pytest.fail(f"{SHARED} exists on this host and is not the compose runs folder {RUNS}")
     tmp = SHARED / "tmp"
     tmp.mkdir(exist_ok=True)
+    tools = _worker_tools(tmp / "toil-tests")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TMPDIR", str(tmp))
+        mp.setenv("PATH", f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
         mp.setattr(tempfile, "tempdir", str(tmp))
         request.cls.cluster = cluster
         yield cluster
+
+
+# what toil.test needs beside Toil, copied from this environment (pure Python)
+TEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py.py")
+AGENT_WORKER = "/opt/plastic/bin/_toil_worker"
+
+
+def _worker_tools(folder: Path) -> Path:
+    """A shared bin folder: `_toil_worker` (the agent's, with pytest importable) and an `rsync` stub."""
+    lib, bin_dir = folder / "lib", folder / "bin"
+    site = next(Path(p) for p in sys.path if p.endswith("site-packages") and (Path(p) / "_pytest").is_dir())
+    for name in TEST_PACKAGES:
+        src, dst = site / name, lib / name
+        if dst.exists() or not src.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy2(src, dst)
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    worker = bin_dir / "_toil_worker"
+    here = Path(sys.executable).parent / "_toil_worker"  # a job the leader runs itself, on this host
+    worker.write_text("#!/bin/sh\n# the agent's Toil worker, with pytest importable for toil.test's job functions\n"
+                      f"w={AGENT_WORKER}; [ -x \"$w\" ] || w={here}\n"
+                      f"PYTHONPATH={lib}${{PYTHONPATH:+:$PYTHONPATH}} exec \"$w\" \"$@\"\n")
+    rsync = bin_dir / "rsync"
+    rsync.write_text("#!/bin/sh\necho 'rsync stub for toil.test' >&2\nexit 1\n")
+    for f in (worker, rsync):
+        f.chmod(0o755)
+    return bin_dir
+
+
+@pytest.fixture
+def tmp_path(request: pytest.FixtureRequest, plastic_cluster) -> Path:
+    """Each test's temporary folder on the shared runs folder, named by its /plastic-runs path."""
+    return Path(tempfile.mkdtemp(prefix=f"{request.node.name[:40]}-", dir=SHARED / "tmp"))
 
 
 class TestPlasticBatchSystemOnMesos(generic.TestPlasticBatchSystem):
@@ -48,3 +90,6 @@ class TestPlasticBatchSystemOnMesos(generic.TestPlasticBatchSystem):
 class TestPlasticBatchSystemJobsOnMesos(generic.TestPlasticBatchSystemJobs):
     """AbstractBatchSystemJobTest (job concurrency on the core agent's 2 cpus, OMP_NUM_THREADS) on
     real Mesos: whole Toil workflows whose job store is on the shared runs folder."""
+
+    cpuCount = 2  # the compose core agent's cpus (Toil takes this machine's, up to 4)
+    allocatedCores = [1, 2]
