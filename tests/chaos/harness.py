@@ -252,9 +252,12 @@ class Result:
         assert not phantoms, (f"jobs {sorted(phantoms)} had finished in a killed attempt and were relaunched")
 
     def lost_spot_agents(self) -> set[str]:
-        """Agents the run lost (not those the elastic controller released)."""
+        """Agents the run lost, as the report counts them: the master lost them, or the provider saw them
+        interrupted (a run can end before the master's ping timeout says so); not those the elastic
+        controller released."""
         released = {d["node_id"] for d in self.of("node_released")}
-        return {d["agent_id"] for d in self.of("agent_lost")} - released
+        interrupted = {d["node_id"] for d in self.of("node_interrupted")}
+        return ({d["agent_id"] for d in self.of("agent_lost")} | interrupted) - released
 
     def cluster_figures(self) -> dict[str, dict[str, Any]]:
         return {c["name"]: c for c in self.report["clusters"]}
