@@ -117,8 +117,10 @@ def test_serve_runs_a_submission_end_to_end(home, tmp_path):
     run_id = res.stdout.strip()
     env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
     env["PLASTIC_HOME"] = str(home)
-    serve = subprocess.Popen([sys.executable, "-m", "plastic", "serve", "--max-runs", "1"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    serve_log = tmp_path / "serve.log"  # a file, not a pipe nobody reads (a full pipe would stop the service)
+    with serve_log.open("w") as sink:
+        serve = subprocess.Popen([sys.executable, "-m", "plastic", "serve", "--max-runs", "1"], env=env,
+                                 stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 240
         state = "SUBMITTED"
@@ -130,7 +132,8 @@ def test_serve_runs_a_submission_end_to_end(home, tmp_path):
                     break
             time.sleep(2)
         log = (home / "runs" / run_id / "plastic-run.log")
-        assert state == "SUCCEEDED", log.read_text()[-4000:] if log.exists() else state
+        assert state == "SUCCEEDED", (log.read_text()[-4000:] if log.exists() else state,
+                                      serve_log.read_text()[-3000:])
         expected = json.loads((SG / "expected-output.json").read_text())["sorted"]
         assert (out / "sorted.txt").stat().st_size == expected["size"]
         events = cli(home, "logs", run_id)
@@ -141,4 +144,4 @@ def test_serve_runs_a_submission_end_to_end(home, tmp_path):
         assert followed.returncode == 0 and all(json.loads(x)["type"] for x in followed.stdout.splitlines())
     finally:
         stop_process(serve, 60)
-    assert serve.returncode == 0, serve.stderr[-3000:]
+    assert serve.returncode == 0, serve_log.read_text()[-3000:]
