@@ -62,6 +62,11 @@ def instance_id(service: str) -> str:
     return f"i-compose-{service}"
 
 
+def imds_port(agent_port: int) -> int:
+    """The port of a spot agent's instance-metadata emulator: agent 505N, emulator 878N."""
+    return FIRST_IMDS_PORT + agent_port - FIRST_AGENT_PORT
+
+
 def agent_services(agents: Sequence[tuple[str, AgentSpec]], *, first: int = 0) -> dict[str, dict[str, Any]]:
     """The services of named agents: the Mesos agent and, for a spot one, its IMDS and watcher."""
     out: dict[str, dict[str, Any]] = {}
@@ -88,16 +93,15 @@ def agent_services(agents: Sequence[tuple[str, AgentSpec]], *, first: int = 0) -
                        "plastic.instance_type": spec.instance_type or "local"},
         }
         if spec.preemptible:
-            imds_port = FIRST_IMDS_PORT + k
-            imds_url = f"http://127.0.0.1:{imds_port}"
+            imds_url = f"http://127.0.0.1:{imds_port(port)}"
             service["command"] = ["plastic", "spot-run", "--imds", imds_url, "--", *agent]
             service["depends_on"] = _healthy("master", f"{name}-imds")
             service["restart"] = "no"  # an interrupted spot machine does not come back
             out[name] = service
             out[f"{name}-imds"] = {
                 "image": MANAGER_IMAGE, "network_mode": "host",
-                "command": ["plastic", "imds", "serve", "--port", str(imds_port), "--instance-id", instance_id(name),
-                            "--instance-type", spec.instance_type or "local"],
+                "command": ["plastic", "imds", "serve", "--port", str(imds_port(port)),
+                            "--instance-id", instance_id(name), "--instance-type", spec.instance_type or "local"],
                 "healthcheck": _health(f"curl -fsS {imds_url}/plastic/state"),
             }
             out[f"{name}-watch"] = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from plastic.compose import FIRST_AGENT_PORT, FIRST_IMDS_PORT
+from plastic.compose import imds_port
 from tests.clirun import REPO
 from tests.compose.conftest import RUNS, master_state, master_tasks
 
@@ -123,7 +123,7 @@ def test_a_spot_interruption_requeues_the_agents_tasks_and_the_run_completes(clu
         assert time.monotonic() < deadline, "no spot agent ever ran a task"
         time.sleep(1)
     name = agent["attributes"]["cluster"]
-    port = FIRST_IMDS_PORT + int(agent["pid"].rsplit(":", 1)[1]) - FIRST_AGENT_PORT  # its emulator, by the rule
+    port = imds_port(int(agent["pid"].rsplit(":", 1)[1]))  # its emulator
     cluster.plastic("imds", "interrupt", f"http://127.0.0.1:{port}", "--notice-seconds", "10")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
