@@ -29,7 +29,7 @@ import heapq
 import itertools
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bench.baselines import toil_binpacked_fit
 from plastic.core.elastic import ElasticController, starting_nodes
@@ -45,6 +45,7 @@ from plastic.core.elastic_model import (
     WaitingTask,
 )
 from plastic.core.elastic_packing import BAND_RISK, UNKNOWN_BAND_RISK
+from plastic.core.forecast import Progress, TaskProgress, due_in_s
 from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
 from plastic.core.plan import Plan
 
@@ -284,11 +285,30 @@ class Simulation:
                         n.shape.usd_per_hour, n.created_at, Resources(n.used_vcpus, n.used_ram_mib), len(n.tasks),
                         n.idle_since if not n.tasks and state is NodeState.READY else None, n.ended_at, n.released)
 
+    def _expected(self) -> tuple[WaitingTask, ...]:
+        """Waiting tasks due within the controller's lead time, by the forecast of plastic.core.forecast
+        on the trace's runtimes (the estimates the plan was made with)."""
+        lead_s = self.controller.policy.lead_s
+        if lead_s <= 0:
+            return ()
+        progress = {i: TaskProgress(Progress(t.state), t.started_at if t.state == "running" else None)
+                    for i, t in self.tasks.items() if t.state != "waiting"}
+        due = due_in_s([t.spec for t in self.tasks.values()], progress, self.now)
+        return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)
+
+    def _waiting(self, t: SimTask, due_in_s: float = 0.0) -> WaitingTask:
+        estimate = t.runtime_s if self.controller.policy.lead_s > 0 else None
+        return WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
+                           self.now - t.queued_at if t.state == "queued" else 0.0, due_in_s, estimate)
+
     def _elastic(self) -> None:
-        queued = tuple(WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
-                                   self.now - t.queued_at) for t in self.tasks.values() if t.state == "queued")
-        out = self.controller.handle(ClusterObserved(queued, tuple(self._view(n) for n in self.nodes.values())),
-                                     self.now)
+        queued = tuple(self._waiting(t) for t in self.tasks.values() if t.state == "queued")
+        views = tuple(self._view(n) for n in self.nodes.values())
+        if self.controller.policy.lead_s > 0:
+            views = tuple(replace(v, task_ends=tuple(
+                (self.tasks[i].started_at + self.tasks[i].runtime_s, self.tasks[i].spec.demand)
+                for i in sorted(self.nodes[v.node_id].tasks))) for v in views)
+        out = self.controller.handle(ClusterObserved(queued, views, self._expected()), self.now)
         for o in out:
             if isinstance(o, CreateNodes):
                 shape = self.by_name[(o.instance_type, o.market)]

@@ -71,3 +71,18 @@ def test_static_does_not_replace_lost_spot_nodes_elastic_does():
     elastic.run()
     assert len(static.nodes) == len(plan.nodes)  # nothing bought after the start
     assert len(elastic.nodes) > sum(1 for n in elastic.nodes.values() if n.created_at == 0.0) >= 1
+
+
+def test_looking_a_boot_ahead_has_the_scatter_nodes_up_when_split_ends():
+    """split runs 30 s on the first node; the sorts' nodes boot 60 s.  Looking a boot ahead (the trace's
+    runtimes as estimates) they are asked for while split runs, so the run ends sooner for no more money
+    than waiting for the queued sorts."""
+    from plastic.core.elastic_model import ElasticPolicy
+
+    tasks = dag()
+    plan = plan_of(tasks)
+    blind = simulate(tasks, plan, SHAPES, "elastic", boot_s=60.0)
+    ahead = simulate(tasks, plan, SHAPES, "elastic", boot_s=60.0, elastic_policy=ElasticPolicy(lead_s=60.0))
+    assert ahead.completion == blind.completion == 1.0
+    assert ahead.makespan_s <= blind.makespan_s - 25  # the sorts did not wait a whole boot after split
+    assert ahead.usd <= blind.usd * 1.05

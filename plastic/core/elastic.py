@@ -20,6 +20,11 @@ Rules, each observation:
   once ``max_spot_refusals`` spot types were refused recently the spot market counts as short and
   preemptible work gets on-demand nodes (reason ``spot_refused``) until a refusal expires.
   New spot nodes bought while spot nodes were recently lost are recorded as replacements.
+- Anticipation: expected tasks (ClusterObserved.expected, forecast by plastic.core.forecast) due
+  within ``lead_s`` (the boot time; 0: off) count as work after the queued tasks: they take the
+  room left and the room of tasks expected to end by then (NodeView.ending), the rest gets nodes now
+  (reason ``expected_work``) so that they are up when the tasks are queued; a node such a task will
+  take is not idle.
 - Always one reliable node: with no on-demand node ready or booting, the cheapest one is created.
 - Scale in: a ready node with no task and no queued work that fits it, idle for ``idle_s``, is
   cordoned (it takes no new work), then terminated at the next observation if still without a task;
@@ -58,7 +63,6 @@ from plastic.core.elastic_model import (
 )
 from plastic.core.elastic_packing import (
     PLAN_TASKS_MAX,
-    fit_existing,
     group_tasks,
     plan_groups,
     plan_nodes,
@@ -66,6 +70,7 @@ from plastic.core.elastic_packing import (
     tasks_of,
     weighted_shapes,
 )
+from plastic.core.forecast import fit_ahead
 from plastic.core.model import Market, NodeShape, TaskSpec
 from plastic.core.packing import PackedNode, ShapeMenu
 from plastic.core.plan import PlannedNode
@@ -108,6 +113,7 @@ class ElasticController:
         self.terminated: set[str] = set()
         self.created: set[str] = set()  # nodes this controller asked for
         self.binding: set[str] = set()
+        self.expected_ids: frozenset[str] = frozenset()  # expected tasks counted at this observation
 
     # ------------------------------------------------------------ entry point
 
@@ -150,7 +156,10 @@ class ElasticController:
         capacity = [n for n in nodes if n.state in (NodeState.PENDING, NodeState.READY)
                     and n.node_id not in self.cordoned and n.node_id not in self.terminated]
         capacity += self._requested_nodes(now)
-        left, given = fit_existing(group_tasks(obs.queued), capacity)
+        left_tasks, given = fit_ahead(obs.queued, obs.expected, capacity, now, self.policy.lead_s)
+        left = group_tasks(left_tasks)
+        queued_ids = {t.task_id for t in obs.queued}
+        self.expected_ids = frozenset(t.task_id for t in left_tasks if t.task_id not in queued_ids)
         self._grow(nodes, capacity, left, now, out)
         self._shrink(capacity, given, obs, now, out)
 
@@ -315,6 +324,9 @@ class ElasticController:
             elif market is Market.ON_DEMAND and spot_short and preemptible.intersection(ids):
                 reason, detail = "spot_refused", (f"spot refused for {self.policy.max_spot_refusals}+ types; "
                                                   f"{len(ids)} queued task(s) go on-demand")
+            elif self.expected_ids.issuperset(ids):
+                reason, detail = "expected_work", (f"{len(ids)} task(s) due within {self.policy.lead_s:.0f} s "
+                                                   "fit no node")
             else:
                 reason, detail = "queued_work", f"{len(ids)} queued task(s) fit no node"
             req = _Request(self.next_request, shape, len(items), now)

@@ -36,6 +36,8 @@ class WaitingTask:
     needs_reliable: bool
     instance_type: str | None = None
     waited_s: float = 0.0
+    due_in_s: float = 0.0  # an expected task (ClusterObserved.expected): queued in this many seconds
+    runtime_s: float | None = None  # its estimate, when there is one (plastic.core.forecast)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,7 @@ class NodeView:
     idle_since: float | None = None  # no task since then (None: busy, or not ready yet)
     ended_at: float | None = None  # gone / interrupted since then
     released: bool = False  # terminated on the controller's decision (not lost)
+    task_ends: tuple[tuple[float, Resources], ...] = ()  # its running tasks with an estimate: (end, demand)
 
     @property
     def reliable(self) -> bool:
@@ -81,6 +84,7 @@ class ElasticPolicy:
     max_spot_refusals: int = 2  # this many spot types refused within refused_for_s: no spot until one expires
     band_weight: float = 0.5  # spot shapes are compared at price x (1 + weight x interruption risk)
     spot: bool = True  # may buy spot capacity at all
+    lead_s: float = 0.0  # expected work due within this is bought for now (the nodes' boot time)
 
 
 # ------------------------------------------------------------------ events
@@ -92,6 +96,7 @@ class ClusterObserved:
 
     queued: tuple[WaitingTask, ...]
     nodes: tuple[NodeView, ...]
+    expected: tuple[WaitingTask, ...] = ()  # not queued yet; forecast (plastic.core.forecast) by due_in_s
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,7 @@ def group_tasks(tasks: Iterable[WaitingTask]) -> list[Group]:
 
 
 @dataclass(slots=True)
-class _Room:
+class Room:
     node_id: str
     reliable: bool
     instance_type: str
@@ -89,32 +89,40 @@ class _Room:
 def fit_existing(groups: Sequence[Group], nodes: Sequence[NodeView]) -> tuple[list[Group], dict[str, int]]:
     """Queued groups onto the nodes' free room.  Returns what is left over and, per node, how many
     queued tasks it was given (a node given work is not idle)."""
-    rooms = [_Room(n.node_id, n.reliable, n.instance_type, n.free.vcpus, n.free.ram_mib)
-             for n in sorted(nodes, key=lambda n: n.node_id) if n.free.vcpus > 0 and n.free.ram_mib > 0]
-    given: dict[str, int] = {}
+    left, placed = fit_into(groups, rooms_of(nodes))
+    return left, {node_id: len(ids) for node_id, ids in placed.items()}
+
+
+def rooms_of(nodes: Sequence[NodeView]) -> list[Room]:
+    """The nodes' free room, in node id order."""
+    return [Room(n.node_id, n.reliable, n.instance_type, n.free.vcpus, n.free.ram_mib)
+            for n in sorted(nodes, key=lambda n: n.node_id)]
+
+
+def fit_into(groups: Sequence[Group], rooms: Sequence[Room]) -> tuple[list[Group], dict[str, list[str]]]:
+    """`fit_existing` on rooms, which are taken from as tasks fit; returns the groups' leftover and the
+    task ids placed on each room."""
+    placed: dict[str, list[str]] = {}
     left: list[Group] = []
     for g in groups:
-        eligible = [r for r in rooms if (r.reliable or not g.needs_reliable)
+        eligible = [r for r in rooms if r.vcpus > 0 and r.ram_mib > 0 and (r.reliable or not g.needs_reliable)
                     and (g.instance_type is None or r.instance_type == g.instance_type)]
         # preemptible work on spot nodes first (the book does the same), then the tightest room first
         eligible.sort(key=lambda r: (r.reliable and not g.needs_reliable, r.vcpus, r.ram_mib, r.node_id))
-        todo = len(g.task_ids)
-        if not eligible:
-            left.append(g)
-            continue
+        at = 0
         for r in eligible:
-            if todo == 0:
+            if at == len(g.task_ids):
                 break
-            k = min(r.vcpus // g.vcpus, r.ram_mib // g.ram_mib, todo)
+            k = min(r.vcpus // max(g.vcpus, 1), r.ram_mib // max(g.ram_mib, 1), len(g.task_ids) - at)
             if k <= 0:
                 continue
             r.vcpus -= k * g.vcpus
             r.ram_mib -= k * g.ram_mib
-            given[r.node_id] = given.get(r.node_id, 0) + k
-            todo -= k
-        if todo:
-            left.append(replace(g, task_ids=g.task_ids[len(g.task_ids) - todo:]))
-    return left, given
+            placed.setdefault(r.node_id, []).extend(g.task_ids[at:at + k])
+            at += k
+        if at < len(g.task_ids):
+            left.append(replace(g, task_ids=g.task_ids[at:]))
+    return left, placed
 
 
 def tasks_of(groups: Iterable[Group]) -> list[TaskSpec]:

@@ -106,7 +106,9 @@ def build_provisioner(config: Any, framework: Framework, *, master: str, run_id:
     policy = ElasticPolicy(max_nodes=getattr(config, "plastic_max_nodes", None),
                            idle_s=float(getattr(config, "plastic_idle_s", None) or 60.0),
                            budget_usd_per_hour=getattr(config, "plastic_budget_per_hour", None),
-                           budget_usd=getattr(config, "plastic_budget_usd", None))
+                           budget_usd=getattr(config, "plastic_budget_usd", None),
+                           # a node asked for now is up after the boot: look that far ahead
+                           lead_s=float(getattr(config, "plastic_boot_s", None) or 0.0))
     controller = ElasticController(shapes, policy, cluster_names=cluster_names(getattr(config, "plastic_plan", None)))
     provider = provider_for(name, getattr(config, "plastic_provider_url", None) or master,
                             boot_s=float(getattr(config, "plastic_boot_s", None) or 0.0))

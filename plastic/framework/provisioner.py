@@ -151,7 +151,9 @@ class Provisioner:
     def observe(self, nodes: Sequence[ProviderNode], now: float) -> ClusterObserved:
         """The book's queue and the nodes, on the book's clock (call under the Framework's lock)."""
         book = self.framework.book
-        queued = tuple(WaitingTask(j.job_id, j.demand, j.needs_reliable, j.instance_type, max(now - j.queued_at, 0.0))
+        ahead = self.controller.policy.lead_s > 0  # runtime estimates let the controller look a boot ahead
+        queued = tuple(WaitingTask(j.job_id, j.demand, j.needs_reliable, j.instance_type, max(now - j.queued_at, 0.0),
+                                   runtime_s=book.estimate(j.tool) if ahead else None)
                        for j in book.queued())
         on_agent: dict[str, list[Any]] = {}
         for job in book.live():
@@ -159,10 +161,11 @@ class Provisioner:
         views = []
         for node in nodes:
             agent_id = node.agent_id or (book.agent_of_instance(node.instance_id) if node.instance_id else None)
-            views.append(self._view(node, agent_id, on_agent.get(agent_id or "", []), now))
+            views.append(self._view(node, agent_id, on_agent.get(agent_id or "", []), now, ahead=ahead))
         return ClusterObserved(queued, tuple(views))
 
-    def _view(self, node: ProviderNode, agent_id: str | None, jobs: list[Any], now: float) -> NodeView:
+    def _view(self, node: ProviderNode, agent_id: str | None, jobs: list[Any], now: float, *,
+              ahead: bool = False) -> NodeView:
         book = self.framework.book
         shape = self.shapes.get((node.instance_type, node.market))
         state = node.state
@@ -187,5 +190,10 @@ class Provisioner:
         if ended is not None and node.state not in (NodeState.GONE, NodeState.INTERRUPTED):
             ended = now  # lost as far as the framework knows; the provider has not said so yet
         price = shape.usd_per_hour if shape is not None else 0.0
+        ends: list[tuple[float, Resources]] = []
+        for job in jobs if ahead else ():  # when the running tasks should end, by their tools' estimates
+            attempt, estimate = job.current, book.estimate(job.tool)
+            if attempt is not None and estimate is not None:
+                ends.append(((attempt.started_at or attempt.launched_at) + estimate, job.demand))
         return NodeView(node.node_id, node.cluster, node.instance_type, Market(node.market), state, capacity, price,
-                        to_book(node.created_at), used, len(jobs), idle_since, ended)
+                        to_book(node.created_at), used, len(jobs), idle_since, ended, task_ends=tuple(sorted(ends, key=lambda e: e[0])))

@@ -76,7 +76,18 @@ def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
         assert [q["cause"] for q in res.of("requeue", job_id=kill["job_id"], agent_id=kill["agent_id"])] == \
             ["notice_kill"], kill
     assert all(q["agent_id"] in noticed | res.lost_spot_agents() for q in res.of("requeue"))
-    assert r["drain_kills"] >= 1 and r["preemptions"] == r["requeues"] >= r["drain_kills"], r
+    # every task on a noticed agent at its notice was either left to finish in the window or killed, once;
+    # whether any task was there depends on when the seeded draws fall against the run's tasks on a loaded
+    # machine, so the count is not asserted here (test_every_burst_agent_interrupted asserts kills happen)
+    caught = 0
+    for n in res.of("notice", notice_kind="terminate"):
+        for job in n["jobs"]:
+            acts = res.of("drain_kill", job_id=job, agent_id=n["agent_id"]) + \
+                res.of("let_finish", job_id=job, agent_id=n["agent_id"])
+            assert len(acts) == 1, (n, acts)
+        caught += len(n["jobs"])
+    assert r["drain_kills"] + r["let_finish"] == caught, r
+    assert r["preemptions"] == r["requeues"] >= r["drain_kills"], r
     spot = [c for c in res.cluster_figures().values() if c["preemptible"]]
     assert sum(c["agents_lost"] for c in spot) == len(res.lost_spot_agents()) <= len(scheduled), (spot, scheduled)
     assert res.cluster_figures()["core"]["agents_lost"] == 0

@@ -1,7 +1,9 @@
 """The elastic controller against a simulated world, under random interleavings (hypothesis).
 
 The world: queued tasks (some reliable), nodes that boot, run tasks, get interrupted, are created
-and terminated as the controller decides.  After every observation:
+and terminated as the controller decides; tasks may carry runtime estimates and more work may be
+expected (due in some seconds), which a controller with a lead looks ahead at
+(plastic.core.forecast).  After every observation:
 - never over the hourly budget (when it grows), never more live nodes than max_nodes;
 - never fewer than one reliable node (ready, booting, or being created);
 - never a cordon or a termination of a node with a running task;
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -43,9 +46,10 @@ TASK_SHAPES = [(1, 1024), (2, 2048), (2, 4096), (4, 8192), (1, 512)]
 
 class World(RuleBasedStateMachine):
     @initialize(budget=st.sampled_from([None, 0.3, 0.6]), max_nodes=st.sampled_from([None, 4, 8]),
-                seed=st.integers(0, 1000))
-    def start(self, budget, max_nodes, seed):
-        self.policy = ElasticPolicy(max_nodes=max_nodes, budget_usd_per_hour=budget, idle_s=30, hysteresis_s=60)
+                seed=st.integers(0, 1000), lead_s=st.sampled_from([0.0, 0.0, 30.0, 60.0]))
+    def start(self, budget, max_nodes, seed, lead_s):
+        self.policy = ElasticPolicy(max_nodes=max_nodes, budget_usd_per_hour=budget, idle_s=30, hysteresis_s=60,
+                                    lead_s=lead_s)
         self.ctl = ElasticController(SHAPES, self.policy)
         self.twin = ElasticController(SHAPES, self.policy)
         self.rng = random.Random(seed)
@@ -55,6 +59,9 @@ class World(RuleBasedStateMachine):
         self.nodes: dict[str, dict] = {"core-0": dict(shape=core, state=NodeState.READY, created=0.0, tasks={},
                                                       idle_since=0.0, ended=None, released=False)}
         self.queue: dict[str, WaitingTask] = {}
+        self.expected: dict[str, tuple[float, WaitingTask]] = {}  # -> (when it is queued, the task)
+        self.started: dict[str, float] = {}
+        self.estimates: dict[str, float | None] = {}
         self.reliable_tasks: set[str] = set()
         self.releases: list[tuple[str, Market, float, frozenset[str]]] = []
         self.cordoned: set[str] = set()
@@ -66,15 +73,25 @@ class World(RuleBasedStateMachine):
         for nid, n in self.nodes.items():
             s = n["shape"]
             used = Resources(sum(d.vcpus for d in n["tasks"].values()), sum(d.ram_mib for d in n["tasks"].values()))
+            ends = tuple(sorted(((self.started[t] + self.estimates[t], d) for t, d in n["tasks"].items()
+                                 if self.estimates.get(t) is not None and t in self.started), key=lambda e: e[0]))
             out.append(NodeView(nid, "c", s.name, s.market, n["state"], s.usable, s.usd_per_hour, n["created"], used,
-                                len(n["tasks"]), None if n["tasks"] else n["idle_since"], n["ended"], n["released"]))
+                                len(n["tasks"]), None if n["tasks"] else n["idle_since"], n["ended"], n["released"],
+                                task_ends=ends))
         return tuple(out)
 
-    @rule(n=st.integers(1, 6), shape=st.sampled_from(TASK_SHAPES), reliable=st.booleans())
-    def work_arrives(self, n, shape, reliable):
+    @rule(n=st.integers(1, 6), shape=st.sampled_from(TASK_SHAPES), reliable=st.booleans(),
+          runtime=st.sampled_from([None, 5.0, 30.0, 200.0]), due_in=st.sampled_from([0.0, 0.0, 10.0, 45.0, 100.0]))
+    def work_arrives(self, n, shape, reliable, runtime, due_in):
+        """Work queued now, or expected in ``due_in`` seconds (its parents run)."""
         for _ in range(n):
             tid = f"t{next(self.ids)}"
-            self.queue[tid] = WaitingTask(tid, Resources(*shape), reliable)
+            task = WaitingTask(tid, Resources(*shape), reliable, runtime_s=runtime)
+            self.estimates[tid] = runtime
+            if due_in:
+                self.expected[tid] = (self.now + due_in, task)
+            else:
+                self.queue[tid] = task
             if reliable:
                 self.reliable_tasks.add(tid)
 
@@ -89,6 +106,7 @@ class World(RuleBasedStateMachine):
                 used = Resources(sum(d.vcpus for d in n["tasks"].values()), sum(d.ram_mib for d in n["tasks"].values()))
                 if (s.usable - used - t.demand).nonnegative:
                     n["tasks"][tid] = t.demand
+                    self.started[tid] = self.now
                     del self.queue[tid]
                     break
 
@@ -134,20 +152,28 @@ class World(RuleBasedStateMachine):
             nid = data.draw(st.sampled_from(spot))
             n = self.nodes[nid]
             for tid, demand in n["tasks"].items():  # back to the queue
-                self.queue[tid] = WaitingTask(tid, demand, tid in self.reliable_tasks)
+                self.queue[tid] = WaitingTask(tid, demand, tid in self.reliable_tasks,
+                                              runtime_s=self.estimates.get(tid))
             n.update(state=NodeState.INTERRUPTED, tasks={}, ended=self.now)
 
     @rule(dt=st.sampled_from([1.0, 5.0, 40.0, 40.0, 120.0]), refuse=st.booleans())
     def observe(self, dt, refuse):
         self.now += dt
+        for tid, (at, task) in sorted(self.expected.items()):
+            if at <= self.now:
+                self.queue[tid] = task
+                del self.expected[tid]
         self.tasks_start()  # the framework places what fits before the controller looks
         view = self.view()
         queued = tuple(sorted(self.queue.values(), key=lambda t: t.task_id))
-        out = self.ctl.handle(ClusterObserved(queued, view), self.now)
-        shuffled_q, shuffled_n = list(queued), list(view)
+        expected = tuple(replace(task, due_in_s=at - self.now) for _, (at, task) in sorted(self.expected.items()))
+        out = self.ctl.handle(ClusterObserved(queued, view, expected), self.now)
+        shuffled_q, shuffled_n, shuffled_e = list(queued), list(view), list(expected)
         self.rng.shuffle(shuffled_q)
         self.rng.shuffle(shuffled_n)
-        assert self.twin.handle(ClusterObserved(tuple(shuffled_q), tuple(shuffled_n)), self.now) == out
+        self.rng.shuffle(shuffled_e)
+        assert self.twin.handle(ClusterObserved(tuple(shuffled_q), tuple(shuffled_n), tuple(shuffled_e)),
+                                self.now) == out
         self.check(out, view)
         for o in out:
             if isinstance(o, CordonNode):

@@ -130,3 +130,24 @@ def test_provider_unreachable_is_logged_once_and_nothing_decided(caplog):
     fw.issue("j", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE)
     assert prov.tick() == [] and prov.tick() == []
     assert caplog.text.count("unreachable") == 1
+
+
+def test_with_a_boot_lead_the_observation_carries_runtime_estimates():
+    """--boot-seconds sets the controller's lead: queued jobs carry their tool's estimate (from the run's
+    runtime history) and each node the expected ends of its running tasks; without a lead, neither."""
+    for lead_s, estimated in ((60.0, True), (0.0, False)):
+        fw, provider, prov, rec, clock, core = setup(ElasticPolicy(idle_s=30, lead_s=lead_s))
+        fw.book.runtimes.loaded("sort", [40.0, 40.0])
+        for i in range(3):
+            fw.issue(f"j{i}", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE, tool="sort")
+        fw.resourceOffers(fw.driver, [offer_of(provider.nodes[core], 2, 4096, "o-core")])
+        launched_at = clock.t
+        with fw.lock:
+            obs = prov.observe(provider.list_nodes(), clock.t)
+        (queued,) = obs.queued  # two of three went to the core node's 2 cpus
+        (view,) = [v for v in obs.nodes if v.node_id == core]
+        if estimated:
+            assert queued.runtime_s == 40.0
+            assert view.task_ends == ((launched_at + 40.0, Resources(1, 1024)),) * 2
+        else:
+            assert queued.runtime_s is None and view.task_ends == ()

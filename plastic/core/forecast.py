@@ -1,0 +1,204 @@
+"""Forecasts for the elastic controller from the DAG and runtime estimates, pure.
+
+1. When will waiting tasks be queued? (`due_in_s`)
+
+The elastic controller buys nodes for queued work; a node then boots for a while, so a wave that
+starts when its parents end waits one boot for its nodes.  With runtime estimates the wave can be
+seen coming: a waiting task is queued when its last parent ends, a parent ends ``runtime_s`` after
+it starts, a running task started when it was placed and a queued one starts now (capacity is
+assumed to be there: the forecast is of the work, not of the cluster).  `due_in_s` gives, for each
+waiting task whose ancestors all have an estimate, the seconds from ``now`` until it is queued
+(0 when its parents have all overrun their estimates); a task below one without an estimate has no
+forecast.
+
+2. Which work will the nodes there are start in time? (`fit_ahead`)  The queued tasks and the
+expected ones due within ``lead_s`` (the nodes' boot time) are placed, in the book's order, on the
+nodes' room as it will be: the free room now, booting nodes once they are up (``lead_s`` after they
+were asked for), the room of running tasks once their estimates end (a task without an estimate, or
+past it, keeps its room), the room of tasks placed in the forecast once theirs end.  A task that does
+not start within ``lead_s`` of being queued would not start sooner on a node bought now: it is left
+over for new nodes; the others are served by the nodes there are.  Only the work a node takes now
+keeps it from release (kept for work forecast later, nodes stayed idle longer than they saved).
+With ``lead_s`` 0 this is the free room now and nothing else.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from plastic.core.elastic_model import NodeState, NodeView, WaitingTask
+from plastic.core.elastic_packing import Room, fit_into, group_tasks, rooms_of
+from plastic.core.model import TaskSpec
+
+
+class Progress(StrEnum):
+    WAITING = "waiting"  # some parent has not finished
+    QUEUED = "queued"  # ready, not placed
+    RUNNING = "running"
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskProgress:
+    state: Progress
+    started_at: float | None = None  # RUNNING: when it was placed
+
+
+def due_in_s(tasks: Sequence[TaskSpec], progress: Mapping[str, TaskProgress], now: float) -> dict[str, float]:
+    """Seconds from ``now`` until each forecastable waiting task is queued (see the module's text).
+    A task missing from ``progress`` is waiting."""
+    by_id = {t.id: t for t in tasks}
+    end_at: dict[str, float | None] = {}  # when a task is expected to end (None: unknown)
+    due: dict[str, float] = {}
+    for task in _topological(tasks, by_id):
+        p = progress.get(task.id, _WAITING)
+        if p.state is Progress.DONE:
+            end_at[task.id] = now
+            continue
+        runtime = task.runtime_s
+        if p.state is Progress.RUNNING:
+            start: float | None = p.started_at if p.started_at is not None else now
+        elif p.state is Progress.QUEUED:
+            start = now
+        else:
+            ends = [end_at.get(parent) for parent in task.parents if parent in by_id]
+            start = None if any(e is None for e in ends) else max(ends, default=now)
+            if start is not None:
+                due[task.id] = max(start - now, 0.0)
+        end_at[task.id] = None if start is None or runtime is None else max(start + runtime, now)
+    return due
+
+
+_WAITING = TaskProgress(Progress.WAITING)
+
+
+def _topological(tasks: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec]) -> list[TaskSpec]:
+    """Parents before children (Kahn's order, ties by id); a task in a cycle is left out."""
+    children: dict[str, list[str]] = {t.id: [] for t in tasks}
+    missing = {t.id: 0 for t in tasks}
+    for t in tasks:
+        for parent in t.parents:
+            if parent in by_id:
+                children[parent].append(t.id)
+                missing[t.id] += 1
+    ready = sorted(i for i, n in missing.items() if n == 0)
+    out: list[TaskSpec] = []
+    while ready:
+        nxt: list[str] = []
+        for i in ready:
+            out.append(by_id[i])
+            for c in children[i]:
+                missing[c] -= 1
+                if missing[c] == 0:
+                    nxt.append(c)
+        ready = sorted(nxt)
+    return out
+
+
+STEPS_PER_LEAD = 60  # the forecast advances on a grid of lead_s / this (1 s for a 60 s boot)
+
+
+def fit_ahead(queued: Sequence[WaitingTask], expected: Sequence[WaitingTask], nodes: Sequence[NodeView],
+              now: float, lead_s: float) -> tuple[list[WaitingTask], dict[str, int]]:
+    """The tasks the nodes will not start within ``lead_s`` of their being queued (left over, for new
+    nodes), and per node how many tasks it takes now (a node given work is not idle)."""
+    if lead_s <= 0:  # the free room now
+        left, placed = fit_into(group_tasks(queued), rooms_of(nodes))
+        by_id = {t.task_id: t for t in queued}
+        return [by_id[i] for g in left for i in g.task_ids], {n: len(ids) for n, ids in placed.items()}
+    return _Ahead(queued, expected, nodes, now, lead_s).run()
+
+
+class _Ahead:
+    """`fit_ahead` with a lead: the groups of identical tasks, each in order of due time, are placed on
+    the rooms as time goes by on a grid (at most 2 x STEPS_PER_LEAD steps)."""
+
+    def __init__(self, queued, expected, nodes, now: float, lead_s: float):
+        self.now, self.lead_s, self.step_s = now, lead_s, lead_s / STEPS_PER_LEAD
+        self.tasks = {t.task_id: t for t in queued}
+        self.due_at = dict.fromkeys(self.tasks, now)
+        for t in expected:
+            if t.task_id not in self.tasks and t.due_in_s <= lead_s:
+                self.tasks[t.task_id] = t
+                self.due_at[t.task_id] = now + t.due_in_s
+        self.groups = [[g, sorted(g.task_ids, key=lambda i: (self.due_at[i], i))]
+                       for g in group_tasks(self.tasks.values())]
+        self.rooms = {r.node_id: r for r in rooms_of(nodes)}
+        self.events: list[tuple[float, int, str, int, int]] = []  # (when, 0 ready / 1 room back, node, vcpus, ram)
+        self.open: dict[str, Room] = {}  # ready rooms with some room free
+        for n in nodes:
+            at = now if n.state is not NodeState.PENDING else max(n.created_at + lead_s, now)
+            self.events.append((at, 0, n.node_id, 0, 0))
+            self.events += [(end, 1, n.node_id, d.vcpus, d.ram_mib) for end, d in n.task_ends if end > now]
+        heapq.heapify(self.events)
+        self.up: set[str] = set()
+        self.given: dict[str, int] = {}
+        self.left: list[str] = []
+
+    def run(self) -> tuple[list[WaitingTask], dict[str, int]]:
+        t, last = self.now, self.now + 2 * self.lead_s
+        while any(ids for _, ids in self.groups):
+            self._events_until(t)
+            self._place(t)
+            nxt = min([self.events[0][0]] if self.events else [], default=None)
+            heads = [self.due_at[ids[0]] for _, ids in self.groups if ids and self.due_at[ids[0]] > t]
+            nxt = min([x for x in (nxt, min(heads, default=None)) if x is not None], default=None)
+            if nxt is None or nxt > last:
+                break
+            t = max(self.now + math.ceil((nxt - self.now) / self.step_s - 1e-9) * self.step_s, t + self.step_s)
+        self.left += [i for _, ids in self.groups for i in ids]
+        return [self.tasks[i] for i in sorted(self.left)], self.given
+
+    def _events_until(self, t: float) -> None:
+        while self.events and self.events[0][0] <= t:
+            _, kind, node_id, vcpus, ram_mib = heapq.heappop(self.events)
+            room = self.rooms[node_id]
+            if kind == 0:
+                self.up.add(node_id)
+            else:
+                room.vcpus += vcpus
+                room.ram_mib += ram_mib
+            if node_id in self.up and room.vcpus > 0 and room.ram_mib > 0:
+                self.open[node_id] = room
+
+    def _place(self, t: float) -> None:
+        for entry in self.groups:
+            g, ids = entry
+            k = 0
+            while k < len(ids) and self.due_at[ids[k]] + self.lead_s < t:
+                k += 1
+            if k:  # not started within a boot of being queued: for new nodes
+                self.left += ids[:k]
+                entry[1] = ids = ids[k:]
+            if not ids or self.due_at[ids[0]] > t or not self.open:
+                continue
+            due = 0
+            while due < len(ids) and self.due_at[ids[due]] <= t:
+                due += 1
+            eligible = [r for r in self.open.values() if r.vcpus >= g.vcpus and r.ram_mib >= g.ram_mib
+                        and (r.reliable or not g.needs_reliable)
+                        and (g.instance_type is None or r.instance_type == g.instance_type)]
+            eligible.sort(key=lambda r: (r.reliable and not g.needs_reliable, r.vcpus, r.ram_mib, r.node_id))
+            at = 0
+            for r in eligible:
+                n = min(r.vcpus // max(g.vcpus, 1), r.ram_mib // max(g.ram_mib, 1), due - at)
+                if n <= 0:
+                    continue
+                r.vcpus -= n * g.vcpus
+                r.ram_mib -= n * g.ram_mib
+                if r.vcpus <= 0 or r.ram_mib <= 0:
+                    del self.open[r.node_id]
+                if t == self.now:  # only work placed now keeps a node from release (bench/elastic.py)
+                    self.given[r.node_id] = self.given.get(r.node_id, 0) + n
+                for i in ids[at:at + n]:
+                    runtime = self.tasks[i].runtime_s
+                    if runtime is not None:
+                        heapq.heappush(self.events, (t + runtime, 1, r.node_id, g.vcpus, g.ram_mib))
+                at += n
+                if at == due:
+                    break
+            entry[1] = ids[at:]

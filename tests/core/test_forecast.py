@@ -1,0 +1,132 @@
+"""plastic.core.forecast: when waiting tasks will be queued, and which work the nodes there are start in time."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plastic.core.elastic import ElasticController
+from plastic.core.elastic_model import (
+    ClusterObserved,
+    CreateNodes,
+    ElasticPolicy,
+    NodesRequested,
+    NodeState,
+    NodeView,
+    WaitingTask,
+)
+from plastic.core.elastic_packing import fit_existing, group_tasks
+from plastic.core.forecast import Progress, TaskProgress, due_in_s, fit_ahead
+from plastic.core.model import PREEMPTIBLE, Market, Resources, TaskSpec
+from tests.core.test_elastic import SHAPES
+
+ONE = Resources(1, 1024)
+
+
+def spec(task_id: str, runtime_s: float | None, *parents: str) -> TaskSpec:
+    return TaskSpec(task_id, 1, 1024, PREEMPTIBLE, runtime_s, parents=tuple(parents))
+
+
+def node(node_id: str, vcpus: int = 2, *, used: int = 0, state: NodeState = NodeState.READY, created_at: float = 0.0,
+         ends: tuple[tuple[float, Resources], ...] = (), market: Market = Market.SPOT) -> NodeView:
+    return NodeView(node_id, "burst", "m5.large", market, state, Resources(vcpus, vcpus * 4096), 0.04, created_at,
+                    Resources(used, used * 1024), used, None, task_ends=ends)
+
+
+def waiting(task_id: str, runtime_s: float | None = 30.0, due_in_s: float = 0.0, *, reliable: bool = False):
+    return WaitingTask(task_id, ONE, reliable, due_in_s=due_in_s, runtime_s=runtime_s)
+
+
+# ------------------------------------------------------------ due_in_s
+
+
+def test_a_wave_is_due_when_its_slowest_parent_ends():
+    tasks = [spec("split", 40.0), spec("a", 10.0, "split"), spec("b", 20.0, "split"), spec("merge", 5.0, "a", "b")]
+    due = due_in_s(tasks, {"split": TaskProgress(Progress.RUNNING, started_at=100.0)}, now=110.0)
+    assert due == {"a": 30.0, "b": 30.0, "merge": 50.0}  # split ends at 140; b at 160
+
+
+def test_queued_parents_start_now_and_done_ones_are_over():
+    tasks = [spec("x", 10.0), spec("y", 25.0), spec("z", 1.0, "x", "y")]
+    progress = {"x": TaskProgress(Progress.DONE), "y": TaskProgress(Progress.QUEUED)}
+    assert due_in_s(tasks, progress, now=50.0) == {"z": 25.0}
+
+
+def test_no_forecast_below_a_task_without_an_estimate():
+    tasks = [spec("a", None), spec("b", 5.0, "a"), spec("c", 5.0, "b"), spec("d", 5.0)]
+    due = due_in_s(tasks, {"a": TaskProgress(Progress.RUNNING, started_at=0.0)}, now=1.0)
+    assert due == {"d": 0.0}  # b and c hang on a, whose end is unknown; d waits for nothing: due now
+
+
+def test_an_overrun_parent_makes_its_children_due_now():
+    tasks = [spec("slow", 10.0), spec("next", 1.0, "slow")]
+    assert due_in_s(tasks, {"slow": TaskProgress(Progress.RUNNING, started_at=0.0)}, now=60.0) == {"next": 0.0}
+
+
+# ------------------------------------------------------------ fit_ahead
+
+
+def test_without_a_lead_it_is_the_free_room_now():
+    queued = [waiting(f"t{i}") for i in range(5)]
+    nodes = [node("n1", 2, used=1), node("n2", 2, ends=((5.0, ONE),), used=2)]
+    left, given_now = fit_ahead(queued, [waiting("e", due_in_s=1.0)], nodes, 0.0, 0.0)
+    assert [t.task_id for t in left] == ["t1", "t2", "t3", "t4"] and given_now == {"n1": 1}
+
+
+def test_room_freed_within_the_lead_serves_queued_work():
+    """Two tasks queued, a full node whose two tasks end in 20 s: with a 60 s boot a new node would
+    not start them sooner, so nothing is left; with a 10 s lead both are left."""
+    full = node("n1", 2, used=2, ends=((20.0, ONE), (20.0, ONE)))
+    queued = [waiting("a"), waiting("b")]
+    assert fit_ahead(queued, [], [full], 0.0, 60.0) == ([], {})
+    left, _ = fit_ahead(queued, [], [full], 0.0, 10.0)
+    assert [t.task_id for t in left] == ["a", "b"]
+
+
+def test_tasks_placed_in_the_forecast_free_their_room_by_their_estimate():
+    """One free core, four 10 s tasks: they run one after the other, starting at 0, 10, 20, 30 s;
+    with a 25 s lead the last one (30 s) is left for a new node."""
+    left, given_now = fit_ahead([waiting(f"t{i}", 10.0) for i in range(4)], [], [node("n1", 1)], 0.0, 25.0)
+    assert [t.task_id for t in left] == ["t3"] and given_now == {"n1": 1}
+
+
+def test_a_booting_node_serves_once_it_is_up():
+    booting = node("n1", 2, state=NodeState.PENDING, created_at=0.0)
+    assert fit_ahead([waiting("a")], [], [booting], 10.0, 60.0)[0] == []  # up at 60, 50 s after: in time
+    left, _ = fit_ahead([waiting("a")], [], [booting], 10.0, 40.0)  # up at 40: a waits 30 s of a 40 s lead
+    assert left == []
+    late = node("n2", 2, state=NodeState.PENDING, created_at=10.0)
+    assert fit_ahead([waiting("a")], [], [late], 10.0, 0.0)[0] == []  # no lead: booting room counts now
+
+
+def test_expected_work_beyond_the_lead_is_not_counted():
+    left, _ = fit_ahead([], [waiting("soon", due_in_s=30.0), waiting("later", due_in_s=90.0)], [], 0.0, 60.0)
+    assert [t.task_id for t in left] == ["soon"]
+
+
+def test_the_controller_buys_ahead_for_a_wave_due_within_the_boot():
+    core = NodeView("core", "core", "c5.large", Market.ON_DEMAND, NodeState.READY, Resources(2, 4096), 0.085, 0.0,
+                    Resources(1, 1024), 1, None, task_ends=((130.0, ONE),))
+    wave = tuple(waiting(f"w{i}", 100.0, due_in_s=30.0) for i in range(8))
+    ahead = ElasticController(SHAPES, ElasticPolicy(lead_s=60.0))
+    out = ahead.handle(ClusterObserved((), (core,), wave), 100.0)
+    creates = [o for o in out if isinstance(o, CreateNodes)]
+    assert creates and all(o.market is Market.SPOT and o.reason.startswith("expected_work") for o in creates)
+    (req, *_) = [o for o in out if isinstance(o, NodesRequested)]
+    assert req.reason == "expected_work" and set(req.tasks) <= {t.task_id for t in wave}
+    blind = ElasticController(SHAPES, ElasticPolicy())  # no lead: the wave is not work yet
+    assert not [o for o in blind.handle(ClusterObserved((), (core,), wave), 100.0) if isinstance(o, CreateNodes)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.sampled_from([512, 1024, 4096]), st.booleans()), max_size=30),
+       st.lists(st.tuples(st.integers(1, 8), st.integers(0, 8), st.booleans()), min_size=1, max_size=8))
+def test_without_a_lead_fit_ahead_is_fit_existing(tasks, nodes):
+    queued = [WaitingTask(f"t{i:02}", Resources(c, r), rel) for i, (c, r, rel) in enumerate(tasks)]
+    views = [NodeView(f"n{j}", "c", "x", Market.ON_DEMAND if od else Market.SPOT, NodeState.READY,
+                      Resources(c, c * 4096), 0.1, 0.0, Resources(min(u, c), min(u, c) * 1024), min(u, c), None)
+             for j, (c, u, od) in enumerate(nodes)]
+    left, given_now = fit_ahead(queued, [], views, 0.0, 0.0)
+    groups, counts = fit_existing(group_tasks(queued), views)
+    assert sorted(t.task_id for t in left) == sorted(i for g in groups for i in g.task_ids)
+    assert given_now == counts
