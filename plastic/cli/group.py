@@ -8,6 +8,7 @@ import sys
 import click
 
 from plastic.cli.aws import sqs_setup, sqs_watch
+from plastic.cli.cloud import cloud_group
 from plastic.cli.imds import imds_group, spot_run
 from plastic.cli.local import local_group
 from plastic.cli.lower import lower
@@ -27,5 +28,5 @@ def cli(verbose: int) -> None:
 
 
 for _command in (plan, inspect, local_group, run, lower, serve, submit, status, logs, agent_watch, sqs_watch,
-                 sqs_setup, imds_group, spot_run):
+                 sqs_setup, imds_group, spot_run, cloud_group):
     cli.add_command(_command)

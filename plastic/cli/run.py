@@ -57,6 +57,15 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 @click.option("--refuse-spot", metavar="TYPES",
               help="Local cluster, elastic: emulate a spot shortage, refusing spot agents of these instance "
                    "types (comma-separated; * for all).")
+@click.option("--provider", type=click.Choice(["local", "ec2"]), default="local", show_default=True,
+              help="Where elastic nodes come from: the local cluster, or EC2 (instances whose agents join "
+                   "--master; give --image-id, and --redis reachable from them).")
+@click.option("--region", help="ec2: AWS region (default: AWS_REGION / the AWS config).")
+@click.option("--image-id", help="ec2: the instances' AMI.")
+@click.option("--subnet", help="ec2: the instances' subnet (default: the region's default VPC).")
+@click.option("--key-name", help="ec2: key pair for SSH to the instances.")
+@click.option("--instance-profile", help="ec2: the instances' IAM instance profile.")
+@click.option("--agent-image", help="ec2: the Mesos agent image the instances run (default: plastic/agent:1.11).")
 @click.option("--adopt-seconds", "adopt_s", type=click.FloatRange(min=0.0),
               help="With --resume: let a task of the killed run that is still running finish (its work kept) "
                    "when it is expected to within this many seconds; others are killed and run again "
@@ -66,7 +75,9 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
         catalog_path: str | None, max_agents: int, interrupt_rate: float | None, notice_seconds: float,
         seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None, static: bool,
         max_nodes: int | None, idle_s: float | None, budget_per_hour: float | None, budget_usd: float | None,
-        boot_s: float | None, refuse_spot: str | None, adopt_s: float | None) -> None:
+        boot_s: float | None, refuse_spot: str | None, provider: str, region: str | None, image_id: str | None,
+        subnet: str | None, key_name: str | None, instance_profile: str | None, agent_image: str | None,
+        adopt_s: float | None) -> None:
     """Plan, run WORKFLOW with JOB through Toil on plastic, print the outputs (JSON) and a report.
 
     Anything after `--` goes to toil-cwl-runner unchanged."""
@@ -87,9 +98,30 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                                               ("--budget-per-hour", budget_per_hour), ("--budget-usd", budget_usd),
                                               ("--boot-seconds", boot_s), ("--refuse-spot", refuse_spot))
                      if value is not None]
+    ec2_given = [name for name, value in (("--region", region), ("--image-id", image_id), ("--subnet", subnet),
+                                          ("--key-name", key_name), ("--instance-profile", instance_profile),
+                                          ("--agent-image", agent_image)) if value is not None]
+    ec2 = None
+    if provider == "ec2":
+        from plastic.run.ec2 import Ec2Settings
+
+        local_only = [name for name, value in (("--refuse-spot", refuse_spot), ("--interrupt-rate", interrupt_rate),
+                                               ("--seed", seed)) if value is not None]
+        if static or resume_dir is not None or not master or not image_id or local_only:
+            why = ("not with --static" if static else "not with --resume" if resume_dir is not None
+                   else "needs --master (the Mesos master the instances' agents join)" if not master
+                   else "needs --image-id" if not image_id else f"{', '.join(local_only)}: local cluster only")
+            raise click.UsageError(f"--provider ec2: {why}")
+        from plastic.aws.ec2_cloud import Aws
+
+        region = Aws.connect(region).region  # a bad region or no credentials: one line, before anything starts
+        ec2 = Ec2Settings(image_id=image_id, region=region, subnet=subnet, key_name=key_name,
+                          instance_profile=instance_profile, agent_image=agent_image or "plastic/agent:1.11")
+    elif ec2_given:
+        raise click.UsageError(f"{', '.join(ec2_given)}: options of --provider ec2")
     if elastic_given and static:
         raise click.UsageError(f"{', '.join(elastic_given)}: elastic options, not with --static")
-    if elastic_given and master:
+    if elastic_given and master and ec2 is None:
         raise click.UsageError(f"{', '.join(elastic_given)}: a cluster given with --master is static (plastic "
                                f"creates nodes on its local cluster only)")
     if elastic_given and resume_dir is not None:
@@ -113,7 +145,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                          max_agents=max_agents, interrupt_rate=interrupt_rate, notice_seconds=notice_seconds,
                          seed=seed, toil_args=toil_args, run_id=run_id, static=static, max_nodes=max_nodes,
                          idle_s=60.0 if idle_s is None else idle_s, budget_usd_per_hour=budget_per_hour,
-                         budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "")
+                         budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "", ec2=ec2)
     display = RichDisplay(console, quiet=quiet)
     result = execute(request, display,
                      on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))

@@ -1,6 +1,6 @@
 """The batch system's elastic options and the Provisioner they build (plastic.framework.provisioner).
 
-With ``--plasticProvider local|recording`` (default: none, a static cluster) the batch system keeps the
+With ``--plasticProvider local|ec2`` (default: none, a static cluster) the batch system keeps the
 cluster the size of its queue through that provider; the limits are the ElasticPolicy's
 (plastic.core.elastic_model).  `plastic run` passes them; they can be given to toil-cwl-runner by hand.
 """
@@ -22,10 +22,12 @@ from plastic.framework.provisioner import DEFAULT_INTERVAL_S, Provisioner
 
 log = logging.getLogger(__name__)
 
-PROVIDERS = ("none", "local")
+PROVIDERS = ("none", "local", "ec2")
 OPTIONS = ("plastic_provider", "plastic_provider_url", "plastic_catalog", "plastic_plan", "plastic_max_nodes",
            "plastic_idle_s", "plastic_budget_per_hour", "plastic_budget_usd", "plastic_boot_s",
-           "plastic_elastic_every_s")
+           "plastic_elastic_every_s", "plastic_region", "plastic_image_id", "plastic_subnet", "plastic_key_name",
+           "plastic_instance_profile", "plastic_agent_image")
+EC2_BOOT_S = 60.0  # an EC2 instance boots and its agent joins in about a minute: the controller's lead
 
 
 def positive(value: str) -> float:
@@ -79,6 +81,16 @@ def add_elastic_options(parser: ArgumentParser | _ArgumentGroup) -> None:
                         help="the whole run: stop growing when the projected spend reaches this, USD")
     parser.add_argument("--plasticBootSeconds", dest="plastic_boot_s", type=non_negative, default=0.0,
                         help="local provider: how long a new agent takes to boot (default: 0)")
+    parser.add_argument("--plasticRegion", dest="plastic_region", default=None,
+                        help="ec2 provider: the AWS region (default: AWS_REGION / the AWS config)")
+    parser.add_argument("--plasticImageId", dest="plastic_image_id", default=None, help="ec2 provider: the AMI")
+    parser.add_argument("--plasticSubnet", dest="plastic_subnet", default=None,
+                        help="ec2 provider: the instances' subnet (default: the default VPC)")
+    parser.add_argument("--plasticKeyName", dest="plastic_key_name", default=None, help="ec2 provider: key pair")
+    parser.add_argument("--plasticInstanceProfile", dest="plastic_instance_profile", default=None,
+                        help="ec2 provider: the instances' IAM instance profile")
+    parser.add_argument("--plasticAgentImage", dest="plastic_agent_image", default="plastic/agent:1.11",
+                        help="ec2 provider: the Mesos agent's Docker image the instances run")
     parser.add_argument("--plasticElasticEverySeconds", dest="plastic_elastic_every_s", type=positive,
                         default=DEFAULT_INTERVAL_S, help="how often the cluster is looked at (default: 5)")
 
@@ -103,15 +115,21 @@ def build_provisioner(config: Any, framework: Framework, *, master: str, run_id:
 
     catalog = load_catalog(getattr(config, "plastic_catalog", None))
     shapes = node_shapes(catalog)
+    boot_s = getattr(config, "plastic_boot_s", None)
+    if name == "ec2" and not boot_s:
+        boot_s = EC2_BOOT_S
     policy = ElasticPolicy(max_nodes=getattr(config, "plastic_max_nodes", None),
                            idle_s=float(getattr(config, "plastic_idle_s", None) or 60.0),
                            budget_usd_per_hour=getattr(config, "plastic_budget_per_hour", None),
                            budget_usd=getattr(config, "plastic_budget_usd", None),
                            # a node asked for now is up after the boot: look that far ahead
-                           lead_s=float(getattr(config, "plastic_boot_s", None) or 0.0))
+                           lead_s=float(boot_s or 0.0))
     controller = ElasticController(shapes, policy, cluster_names=cluster_names(getattr(config, "plastic_plan", None)))
-    provider = provider_for(name, getattr(config, "plastic_provider_url", None) or master,
-                            boot_s=float(getattr(config, "plastic_boot_s", None) or 0.0))
+    if name == "ec2":
+        provider = ec2_provider(config, catalog, master=master, run_id=run_id)
+    else:
+        provider = provider_for(name, getattr(config, "plastic_provider_url", None) or master,
+                                boot_s=float(getattr(config, "plastic_boot_s", None) or 0.0))
     tags = {"plastic:run": run_id} if run_id else {}
     log.info("plastic: elastic cluster through the %s provider (%s)", name, policy)
     return Provisioner(framework, controller, provider, shapes, tags=tags,
@@ -124,3 +142,23 @@ def provider_for(name: str, url: str, *, boot_s: float = 0.0):
 
         return LocalProvider(url, boot_s=boot_s)
     raise PlasticError(f"unknown provider {name!r} (one of {', '.join(PROVIDERS)})", field="--plasticProvider")
+
+
+def ec2_provider(config: Any, catalog: Any, *, master: str, run_id: str | None):
+    """The ec2 provider of a run: its instances' agents join ``master`` and their watchers publish into
+    the run's Redis (--plasticRedis).  Raises PlasticError (an InputError) on missing options."""
+    from plastic.aws.ec2_cloud import Aws, NodeSettings
+    from plastic.providers.ec2 import Ec2Provider
+
+    image_id = getattr(config, "plastic_image_id", None)
+    if not image_id:
+        raise PlasticError("the ec2 provider needs --plasticImageId", field="--plasticImageId")
+    if not run_id:
+        raise PlasticError("the ec2 provider needs a run (--plasticRun and --plasticRedis)", field="--plasticRun")
+    redis = getattr(config, "plastic_redis", None) or ""
+    settings = NodeSettings(image_id=image_id, master=master, redis=redis,
+                            agent_image=getattr(config, "plastic_agent_image", None) or "plastic/agent:1.11",
+                            key_name=getattr(config, "plastic_key_name", None),
+                            instance_profile=getattr(config, "plastic_instance_profile", None),
+                            subnet=getattr(config, "plastic_subnet", None))
+    return Ec2Provider(Aws.connect(getattr(config, "plastic_region", None)), run_id, settings, catalog)

@@ -168,9 +168,9 @@ class RunningCluster:
             raise CapacityRefused(f"InsufficientInstanceCapacity: no spot capacity for {itype} (emulated)")
         now = time.time()
         out = []
-        for spec in request.specs:
+        for n, spec in enumerate(request.specs):
             agent_id = self.state.reserve_agent_id()
-            instance_id = new_instance_id()
+            instance_id = request.instance_ids[n] if request.instance_ids else new_instance_id()
             self.nodes[agent_id] = Node(agent_id, spec, now, instance_id, dict(request.tags), request.market,
                                         booted=False, state_since=now)
             self._spawn(self._boot(agent_id, request.boot_s))

@@ -50,6 +50,7 @@ class AgentRequest:
     market: str
     boot_s: float
     tags: dict[str, str]
+    instance_ids: tuple[str, ...] = ()  # given: the agents advertise these (an instance made elsewhere)
 
 
 def _number(body: Mapping[str, Any], name: str, *, positive: bool = True) -> float:
@@ -66,7 +67,7 @@ def agent_request(body: Any, default_boot_s: float) -> AgentRequest:
     if not isinstance(body, Mapping):
         raise RequestError("the body must be a JSON object")
     unknown = set(body) - {"cluster", "cpus", "ram_mib", "preemptible", "instance_type", "market", "count",
-                           "boot_seconds", "tags"}
+                           "boot_seconds", "tags", "instance_ids"}
     if unknown:
         raise RequestError(f"unknown field {sorted(unknown)[0]!r}")
     cluster = body.get("cluster")
@@ -91,9 +92,12 @@ def agent_request(body: Any, default_boot_s: float) -> AgentRequest:
     tags = body.get("tags") or {}
     if not isinstance(tags, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
         raise RequestError("tags: a map of strings to strings")
+    ids = body.get("instance_ids") or []
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids) or (ids and len(ids) != count):
+        raise RequestError(f"instance_ids: a list of {count} instance id(s), got {ids!r}")
     spec = AgentSpec(cluster=cluster.strip(), cpus=cpus, ram_mib=ram, preemptible=preemptible,
                      disk_mib=DEFAULT_DISK_MIB, instance_type=itype or None, attributes=(("market", market),))
-    return AgentRequest(tuple(spec for _ in range(count)), market, boot_s, dict(tags))
+    return AgentRequest(tuple(spec for _ in range(count)), market, boot_s, dict(tags), tuple(ids))
 
 
 def new_instance_id() -> str:

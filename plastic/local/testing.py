@@ -152,10 +152,13 @@ class LocalCluster:
     # ------------------------------------------------------------ nodes created and terminated while running
     def add_agents(self, *, cluster: str, cpus: float, ram_mib: float, preemptible: bool = False,
                    instance_type: str | None = None, count: int = 1, boot_s: float | None = None,
-                   tags: dict[str, str] | None = None) -> list[dict[str, Any]]:
-        """New agents (pending, registered after their boot delay): [{agent_id, instance_id, state}]."""
+                   tags: dict[str, str] | None = None, instance_ids: list[str] | None = None) -> list[dict[str, Any]]:
+        """New agents (pending, registered after their boot delay): [{agent_id, instance_id, state}];
+        ``instance_ids``: the ids they advertise (instances created elsewhere), one per agent."""
         body: dict[str, Any] = {"cluster": cluster, "cpus": cpus, "ram_mib": ram_mib, "preemptible": preemptible,
                                 "instance_type": instance_type, "count": count, "tags": tags or {}}
+        if instance_ids:
+            body["instance_ids"] = list(instance_ids)
         if boot_s is not None:
             body["boot_seconds"] = boot_s
         return self._control("POST", "/plastic/v1/agents", json=body)["agents"]

@@ -60,6 +60,7 @@ from plastic.core.run_end import run_end
 from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.fileio import write_atomically
 from plastic.procs import die_with_parent, pid_alive, stop_process
+from plastic.run.ec2 import Ec2Settings
 from plastic.run.events import EventFollower
 from plastic.run.toil_command import build_invocation
 from plastic.run.watchers import SpotWatchers
@@ -105,20 +106,25 @@ class RunRequest:
     budget_usd: float | None = None
     boot_s: float = 0.0  # local cluster: how long a new agent takes to boot
     refuse_spot: str = ""  # local cluster: spot types it refuses to create (an emulated shortage; * = all)
+    ec2: Ec2Settings | None = None  # --provider ec2: nodes are EC2 instances joining --master
 
     @property
     def elastic(self) -> bool:
-        """Elastic on a local cluster plastic starts (a given --master needs a provider of its own)."""
-        return not self.static and not self.master
+        """Elastic on a local cluster plastic starts, or on EC2 (a given --master needs a provider)."""
+        return not self.static and (not self.master or self.ec2 is not None)
 
     def elastic_args(self, run_dir: Path, master: str) -> list[str]:
         """The batch system's options for the elastic provisioner (plastic.framework.elastic_options)."""
         if not self.elastic:
             return []
-        args = ["--plasticProvider", "local", "--plasticProviderUrl", master, "--plasticPlan",
-                str(run_dir / "plan.json"), "--plasticIdleSeconds", f"{self.idle_s:g}",
-                "--plasticMaxNodes", str(self.max_nodes or self.max_agents),
-                "--plasticBootSeconds", f"{self.boot_s:g}"]
+        args = ["--plasticPlan", str(run_dir / "plan.json"), "--plasticIdleSeconds", f"{self.idle_s:g}",
+                "--plasticMaxNodes", str(self.max_nodes or self.max_agents)]
+        if self.ec2 is not None:  # boot time: the provider's default unless given
+            args += ["--plasticProvider", "ec2", *self.ec2.batch_args()]
+            args += ["--plasticBootSeconds", f"{self.boot_s:g}"] if self.boot_s else []
+        else:
+            args += ["--plasticProvider", "local", "--plasticProviderUrl", master,
+                     "--plasticBootSeconds", f"{self.boot_s:g}"]
         if self.catalog_path:
             args += ["--plasticCatalog", str(Path(self.catalog_path).resolve())]
         if self.budget_usd_per_hour is not None:
@@ -402,6 +408,10 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         notes.extend(inv.notes)
         for text in inv.notes:
             display.note(text)
+        if request.ec2 is not None and request.elastic:
+            from plastic.run import ec2
+
+            cleanups.append(ec2.start(request.ec2, run_id, run_dir, redis_url, display.note))
         if on_started is not None:
             on_started(run_id, run_dir)
         started = time.time() if started_at is None else started_at  # a resume reports the whole run

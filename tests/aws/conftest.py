@@ -13,11 +13,13 @@ import json
 import socket
 import uuid
 
+import httpx
 import pytest
 
 from plastic.store import Store
 
 REGION = "us-east-1"
+SECRET = "moto-secret-never-shown"  # the fake secret key of moto server tests: it must appear in no output
 
 
 def _loopback(address: object) -> bool:
@@ -120,3 +122,38 @@ def queue_depth(sqs, url: str) -> int:
     attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
         "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
     return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+
+
+# ------------------------------------------------------------------ moto in server mode
+
+
+@pytest.fixture(scope="session")
+def moto_url():
+    """moto as a real HTTP endpoint (server mode): the code path real AWS sees, never the real AWS."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def endpoint(moto_url, aws_env, monkeypatch):
+    httpx.post(f"{moto_url}/moto-api/reset")  # a clean account for every test
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    return moto_url
+
+
+@pytest.fixture
+def image_id(endpoint) -> str:
+    import boto3
+
+    return boto3.client("ec2").describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+

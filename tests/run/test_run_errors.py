@@ -78,3 +78,17 @@ def test_resume_options_are_checked_in_one_line(tmp_path):
 
 def test_usage_errors_are_one_line(tmp_path):
     assert_one_line_error(plastic("run", "--no-such-option", cwd=tmp_path), "plastic run", "--no-such-option")
+
+
+def test_provider_ec2_needs_its_options_and_refuses_local_ones(tmp_path):
+    base = ("run", SG / "scatter-gather.cwl", SG / "job.yml", "--run-dir", tmp_path / "r")
+    for extra, words in ((("--provider", "ec2", "--image-id", "ami-1"), ("--provider ec2", "--master")),
+                         (("--provider", "ec2", "--master", "127.0.0.1:5050"), ("--provider ec2", "--image-id")),
+                         (("--provider", "ec2", "--master", "m:5050", "--image-id", "ami-1", "--static"),
+                          ("--provider ec2", "--static")),
+                         (("--provider", "ec2", "--master", "m:5050", "--image-id", "ami-1", "--interrupt-rate", "1"),
+                          ("--interrupt-rate", "local cluster only")),
+                         (("--image-id", "ami-1", "--region", "us-east-1"), ("--region", "--image-id",
+                                                                             "--provider ec2"))):
+        assert_one_line_error(plastic(*base, *extra, cwd=tmp_path), *words)
+        assert not (tmp_path / "r").exists()

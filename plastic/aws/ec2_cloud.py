@@ -1,0 +1,383 @@
+"""The EC2 side of a run's hybrid cloud: names, tags, the AWS calls (recorded, or only printed in a dry
+run), the security group, launch templates, EC2 Fleet requests, and finding the run's resources by tag.
+
+Everything created carries the tags ``plastic:run``, ``plastic:cluster`` (where it has one),
+``plastic:market`` (instances) and ``plastic:managed-by=plastic``; teardown finds resources by those
+tags (and, for the EventBridge rule and the SQS queue, by name prefix checked against their tags),
+never by a local list alone.  Capacity errors of a Fleet request come back as data
+(plastic.providers.CapacityError).  Credentials are boto3's (the default chain, ``AWS_PROFILE``,
+``AWS_REGION``, ``AWS_ENDPOINT_URL``); nothing here logs or returns them.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plastic.core.elastic_model import NodeState
+from plastic.core.errors import InputError
+from plastic.core.model import Market
+from plastic.providers.base import CapacityError, ProviderError
+
+log = logging.getLogger(__name__)
+
+TAG_RUN, TAG_CLUSTER, TAG_MARKET, TAG_MANAGED = "plastic:run", "plastic:cluster", "plastic:market", "plastic:managed-by"
+MANAGED_BY = "plastic"
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,39}$")  # it goes into resource names
+USER_DATA = Path(__file__).resolve().parents[2] / "deploy" / "aws" / "user-data.sh.tmpl"
+MESOS_PORTS = ((5050, 5051), (6379, 6379), (31000, 32000))  # master and agent, Redis, the agents' task ports
+# Fleet / RunInstances error codes that mean "no capacity of this kind now" (data, not a failure)
+CAPACITY_CODES = frozenset({
+    "InsufficientInstanceCapacity", "InsufficientCapacity", "MaxSpotInstanceCountExceeded", "InstanceLimitExceeded",
+    "VcpuLimitExceeded", "SpotMaxPriceTooLow", "UnfulfillableCapacity", "InsufficientHostCapacity",
+    "InsufficientReservedInstanceCapacity", "MaxSpotFleetRequestCountExceeded", "capacity-not-available",
+    "price-too-low", "Unsupported"})
+GONE_STATES = frozenset({"shutting-down", "terminated", "stopping", "stopped"})
+SPOT_TERMINATION = "Server.SpotInstanceTermination"
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id or ""):
+        raise InputError("a run id is 1-40 letters, digits and '-', starting with a letter or digit",
+                         source=run_id, field="--run-id")
+    return run_id
+
+
+def names(run_id: str) -> dict[str, str]:
+    base = f"plastic-{run_id}"
+    return {"group": base, "queue": f"{base}-spot", "rule": f"{base}-spot", "template": f"{base}-"}
+
+
+def template_name(run_id: str, cluster: str) -> str:
+    return f"plastic-{run_id}-{cluster}"
+
+
+def tag_list(run_id: str, **more: str) -> list[dict[str, str]]:
+    tags = {TAG_RUN: run_id, TAG_MANAGED: MANAGED_BY, **{f"plastic:{k}": v for k, v in more.items()}}
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def tags_of(resource: Mapping[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Tags") or resource.get("tags") or []}
+
+
+def run_filter(run_id: str) -> list[dict[str, Any]]:
+    return [{"Name": f"tag:{TAG_RUN}", "Values": [run_id]}, {"Name": f"tag:{TAG_MANAGED}", "Values": [MANAGED_BY]}]
+
+
+def render_user_data(*, run_id: str, cluster: str, instance_type: str, market: Market, master: str, redis: str,
+                     agent_image: str) -> str:
+    try:
+        text = USER_DATA.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ProviderError(f"cannot read the user-data template ({error})", source=str(USER_DATA)) from None
+    return string.Template(text).substitute(
+        RUN_ID=run_id, CLUSTER=cluster, INSTANCE_TYPE=instance_type, MARKET=str(market),
+        PREEMPTIBLE="true" if market is Market.SPOT else "false", MASTER=master, REDIS=redis, AGENT_IMAGE=agent_image)
+
+
+# ------------------------------------------------------------------ the calls
+
+
+@dataclass
+class Aws:
+    """boto3 clients for one region whose every call is recorded as (service, Operation); in a dry run
+    no client exists: each call is recorded and answered with nothing."""
+
+    region: str
+    dry_run: bool = False
+    calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    _clients: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def connect(cls, region: str | None, *, dry_run: bool = False) -> Aws:
+        """Checks the region and (unless a dry run) that credentials exist; InputError otherwise."""
+        import boto3
+
+        session = boto3.session.Session(region_name=region)
+        name = session.region_name
+        if not name:
+            raise InputError("no AWS region: pass --region (or set AWS_REGION / AWS_DEFAULT_REGION)",
+                             field="--region")
+        known = set(session.get_available_regions("ec2")) | set(
+            session.get_available_regions("ec2", partition_name="aws-cn")) | set(
+            session.get_available_regions("ec2", partition_name="aws-us-gov"))
+        if name not in known:
+            raise InputError("unknown AWS region", source=name, field="--region")
+        aws = cls(name, dry_run)
+        if not dry_run:
+            if session.get_credentials() is None:
+                raise InputError("no AWS credentials (set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+                                 "AWS_SECRET_ACCESS_KEY, or run where an instance role applies)")
+            from botocore.config import Config
+
+            config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60)
+            for service in ("ec2", "sqs", "events"):
+                client = session.client(service, config=config)
+                client.meta.events.register("before-call", aws._recorder(service))
+                aws._clients[service] = client
+        return aws
+
+    def _recorder(self, service: str):
+        def record(model=None, params=None, **_kw):
+            if model is not None:
+                self.calls.append((service, model.name, dict(params or {})))
+        return record
+
+    def client(self, service: str) -> Any:
+        return self._clients[service]
+
+    def call(self, service: str, method: str, **params: Any) -> dict[str, Any]:
+        """``client.method(**params)``; in a dry run: recorded as the operation it would be, answered {}."""
+        if self.dry_run:
+            op = "".join(part.capitalize() for part in method.split("_"))
+            self.calls.append((service, op, params))
+            return {}
+        return getattr(self._clients[service], method)(**params)
+
+    def operations(self) -> list[str]:
+        """Every call so far as IAM names it: ``ec2:CreateFleet``."""
+        return [f"{service}:{op}" for service, op, _ in self.calls]
+
+
+def error_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+
+
+def is_client_error(exc: BaseException) -> bool:
+    return type(exc).__name__ == "ClientError" or bool(error_code(exc))
+
+
+def describe_error(exc: BaseException) -> str:
+    code = error_code(exc)
+    if code:
+        message = str(exc.response.get("Error", {}).get("Message", ""))  # type: ignore[attr-defined]
+        return " ".join(f"{code}: {message}".split())
+    return f"{type(exc).__name__}: {exc}"
+
+
+# ------------------------------------------------------------------ network
+
+
+def vpc_of(aws: Aws, subnet: str | None) -> str:
+    """The VPC of ``subnet``, else the region's default VPC; InputError when there is neither."""
+    if aws.dry_run:
+        return "(the subnet's VPC)" if subnet else "(the default VPC)"
+    if subnet:
+        try:
+            found = aws.call("ec2", "describe_subnets", SubnetIds=[subnet])["Subnets"]
+        except Exception as exc:
+            if is_client_error(exc):
+                raise InputError(f"no such subnet ({describe_error(exc)})", source=subnet, field="--subnet") from None
+            raise
+        return found[0]["VpcId"]
+    vpcs = aws.call("ec2", "describe_vpcs", Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
+    if not vpcs:
+        raise InputError(f"{aws.region} has no default VPC: pass --subnet", field="--subnet")
+    return vpcs[0]["VpcId"]
+
+
+def ensure_group(aws: Aws, run_id: str, vpc_id: str) -> tuple[str, bool]:
+    """The run's security group (found by tag, else created): Mesos, Redis and the agents' ports open
+    to members of the group only; nothing to 0.0.0.0/0.  Returns (group id, created)."""
+    found = [] if aws.dry_run else aws.call("ec2", "describe_security_groups",
+                                            Filters=run_filter(run_id))["SecurityGroups"]
+    if found:
+        return found[0]["GroupId"], False
+    reply = aws.call("ec2", "create_security_group", GroupName=names(run_id)["group"], VpcId=vpc_id,
+                     Description=f"plastic run {run_id}: Mesos, Redis and agent ports inside the group only",
+                     TagSpecifications=[{"ResourceType": "security-group", "Tags": tag_list(run_id)}])
+    group_id = reply.get("GroupId", "(the new group)")
+    aws.call("ec2", "authorize_security_group_ingress", GroupId=group_id, IpPermissions=[
+        {"IpProtocol": "tcp", "FromPort": lo, "ToPort": hi, "UserIdGroupPairs": [{"GroupId": group_id}]}
+        for lo, hi in MESOS_PORTS])
+    return group_id, True
+
+
+# ------------------------------------------------------------------ launch templates and fleets
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """What every instance of the run starts with."""
+
+    image_id: str
+    master: str
+    redis: str
+    agent_image: str = "plastic/agent:1.11"
+    key_name: str | None = None
+    instance_profile: str | None = None
+    subnet: str | None = None
+
+
+def ensure_template(aws: Aws, run_id: str, cluster: str, instance_type: str, market: Market, group_id: str,
+                    settings: NodeSettings) -> tuple[str, bool]:
+    """The cluster's launch template (found by name, else created). Returns (template id, created)."""
+    name = template_name(run_id, cluster)
+    if not aws.dry_run:
+        try:
+            found = aws.call("ec2", "describe_launch_templates", LaunchTemplateNames=[name])["LaunchTemplates"]
+        except Exception as exc:
+            if not is_client_error(exc):
+                raise
+            found = []  # InvalidLaunchTemplateName.NotFoundException
+        if found:
+            return found[0]["LaunchTemplateId"], False
+    user_data = render_user_data(run_id=run_id, cluster=cluster, instance_type=instance_type, market=market,
+                                 master=settings.master, redis=settings.redis, agent_image=settings.agent_image)
+    data: dict[str, Any] = {
+        "ImageId": settings.image_id, "SecurityGroupIds": [group_id],
+        "UserData": base64.b64encode(user_data.encode()).decode(),
+        "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},  # IMDSv2 only
+        "TagSpecifications": [{"ResourceType": "volume", "Tags": tag_list(run_id, cluster=cluster)}],
+    }
+    if settings.key_name:
+        data["KeyName"] = settings.key_name
+    if settings.instance_profile:
+        data["IamInstanceProfile"] = {"Name": settings.instance_profile}
+    reply = aws.call("ec2", "create_launch_template", LaunchTemplateName=name, LaunchTemplateData=data,
+                     TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list(run_id, cluster=cluster)}])
+    return reply.get("LaunchTemplate", {}).get("LaunchTemplateId", f"(template {name})"), True
+
+
+@dataclass(frozen=True)
+class FleetAnswer:
+    instance_ids: tuple[str, ...]
+    obtained: Mapping[str, int]  # instance type -> count
+    refused: tuple[CapacityError, ...]
+
+
+def create_fleet(aws: Aws, *, run_id: str, cluster: str, template_id: str, instance_type: str,
+                 alternatives: Iterable[str], market: Market, count: int, token: str,
+                 subnet: str | None = None) -> FleetAnswer:
+    """An instant EC2 Fleet of ``count`` instances; spot: price-capacity-optimized over the planned type
+    and its alternatives; on-demand: the planned type.  Capacity errors come back in ``refused``."""
+    types = [instance_type, *alternatives] if market is Market.SPOT else [instance_type]
+    overrides = [{"InstanceType": t, **({"SubnetId": subnet} if subnet else {})} for t in types]
+    capacity_type = "spot" if market is Market.SPOT else "on-demand"
+    params: dict[str, Any] = {
+        "Type": "instant", "ClientToken": token[:64],
+        "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": {"LaunchTemplateId": template_id,
+                                                                   "Version": "$Latest"},
+                                   "Overrides": overrides}],
+        "TargetCapacitySpecification": {"TotalTargetCapacity": count, "DefaultTargetCapacityType": capacity_type},
+        "TagSpecifications": [
+            {"ResourceType": "instance", "Tags": tag_list(run_id, cluster=cluster, market=str(market))},
+            {"ResourceType": "fleet", "Tags": tag_list(run_id, cluster=cluster, market=str(market))}],
+    }
+    if market is Market.SPOT:
+        params["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        params["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    try:
+        reply = aws.call("ec2", "create_fleet", **params)
+    except Exception as exc:
+        if is_client_error(exc) and error_code(exc) in CAPACITY_CODES:
+            return FleetAnswer((), {}, (CapacityError(instance_type, market, describe_error(exc), count),))
+        if is_client_error(exc):
+            raise ProviderError(f"EC2 refused the fleet request: {describe_error(exc)}", source=cluster) from None
+        raise ProviderError(f"cannot reach EC2 ({type(exc).__name__}: {exc})", source=cluster) from None
+    return fleet_answer(reply, instance_type, market, count)
+
+
+def fleet_answer(reply: Mapping[str, Any], instance_type: str, market: Market, count: int) -> FleetAnswer:
+    """An instant fleet's reply as data: the instances, per type, and what was refused and why."""
+    ids: list[str] = []
+    obtained: dict[str, int] = {}
+    for group in reply.get("Instances") or []:
+        got = list(group.get("InstanceIds") or [])
+        ids += got
+        itype = group.get("InstanceType") or instance_type
+        obtained[itype] = obtained.get(itype, 0) + len(got)
+    refused: list[CapacityError] = []
+    missing = count - len(ids)
+    for err in reply.get("Errors") or []:
+        itype = ((err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}).get("InstanceType") or instance_type
+        refused.append(CapacityError(itype, market, f"{err.get('ErrorCode')}: {err.get('ErrorMessage', '')}".strip(),
+                                     max(missing, 0)))
+    if missing > 0 and not refused:
+        refused.append(CapacityError(instance_type, market, f"the fleet gave {len(ids)} of {count}", missing))
+    return FleetAnswer(tuple(ids), obtained, tuple(refused))
+
+
+# ------------------------------------------------------------------ the run's instances
+
+
+@dataclass(frozen=True)
+class Instance:
+    instance_id: str
+    cluster: str
+    instance_type: str
+    market: Market
+    state: NodeState
+    aws_state: str
+    launched_at: float
+    private_ip: str | None
+
+
+def run_instances(aws: Aws, run_id: str) -> list[Instance]:
+    """Every instance tagged with the run, gone ones included while EC2 lists them."""
+    if aws.dry_run:
+        return []
+    out = []
+    pages = aws.client("ec2").get_paginator("describe_instances").paginate(Filters=run_filter(run_id))
+    for page in pages:
+        for reservation in page.get("Reservations", []):
+            for inst in reservation.get("Instances", []):
+                tags = tags_of(inst)
+                aws_state = inst.get("State", {}).get("Name", "")
+                market = Market.SPOT if inst.get("InstanceLifecycle") == "spot" else Market(
+                    tags.get(TAG_MARKET, "on-demand"))
+                out.append(Instance(inst["InstanceId"], tags.get(TAG_CLUSTER, "?"), inst.get("InstanceType", "?"),
+                                    market, node_state(aws_state, inst.get("StateReason", {}).get("Code", "")),
+                                    aws_state, _epoch(inst.get("LaunchTime")), inst.get("PrivateIpAddress")))
+    return sorted(out, key=lambda i: (i.cluster, i.instance_id))
+
+
+def node_state(aws_state: str, reason_code: str = "") -> NodeState:
+    if aws_state == "pending":
+        return NodeState.PENDING
+    if aws_state == "running":
+        return NodeState.READY
+    if aws_state in GONE_STATES:
+        return NodeState.INTERRUPTED if reason_code == SPOT_TERMINATION else NodeState.GONE
+    return NodeState.PENDING
+
+
+def _epoch(value: Any) -> float:
+    if value is None:
+        return 0.0
+    if hasattr(value, "timestamp"):
+        return float(value.timestamp())
+    try:
+        from datetime import datetime
+
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def terminate(aws: Aws, instance_ids: Iterable[str]) -> list[str]:
+    """Terminate (idempotent: unknown ids are skipped one by one). Returns the ids asked to terminate."""
+    ids = sorted(set(instance_ids))
+    if not ids:
+        return []
+    try:
+        aws.call("ec2", "terminate_instances", InstanceIds=ids)
+        return ids
+    except Exception as exc:
+        if not (is_client_error(exc) and error_code(exc).startswith("InvalidInstanceID")) or len(ids) == 1:
+            if is_client_error(exc) and error_code(exc).startswith("InvalidInstanceID"):
+                return []
+            raise ProviderError(f"cannot terminate instances: {describe_error(exc)}") from None
+    done = []
+    for one in ids:
+        done += terminate(aws, [one])
+    return done
