@@ -103,7 +103,8 @@ def report_table(report: RunReport) -> Group:
     timeline = report.node_timeline
     if timeline:
         asked = sum(int(e.get("count") or 0) for e in timeline if e["event"] == "requested")
-        lines.append(f"elastic cluster: {asked} node(s) asked for, "
+        obtained = sum(len(e.get("node_ids") or ()) for e in timeline if e["event"] == "created")
+        lines.append(f"elastic cluster: {asked} node(s) asked for, {obtained} obtained, "
                      f"{sum(1 for e in timeline if e['event'] == 'released')} released when idle, "
                      f"{sum(1 for e in timeline if e['event'] == 'interrupted')} lost, "
                      f"{sum(1 for e in timeline if e['event'] == 'create_refused')} creation(s) refused"
