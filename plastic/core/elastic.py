@@ -23,8 +23,9 @@ Rules, each observation:
 - Anticipation: expected tasks (ClusterObserved.expected, forecast by plastic.core.forecast) due
   within ``lead_s`` (the boot time; 0: off) count as work after the queued tasks: they take the
   room left and the room of tasks expected to end by then (NodeView.ending), the rest gets nodes now
-  (reason ``expected_work``) so that they are up when the tasks are queued; a node such a task will
-  take is not idle.
+  (reason ``expected_work``) so that they are up when the tasks are queued.  An idle node the
+  forecast gives no work within the lead is released after ``unneeded_idle_s`` (10 s) instead of
+  ``idle_s``.
 - Always one reliable node: with no on-demand node ready or booting, the cheapest one is created.
 - Scale in: a ready node with no task and no queued work that fits it, idle for ``idle_s``, is
   cordoned (it takes no new work), then terminated at the next observation if still without a task;
@@ -156,12 +157,12 @@ class ElasticController:
         capacity = [n for n in nodes if n.state in (NodeState.PENDING, NodeState.READY)
                     and n.node_id not in self.cordoned and n.node_id not in self.terminated]
         capacity += self._requested_nodes(now)
-        left_tasks, given = fit_ahead(obs.queued, obs.expected, capacity, now, self.policy.lead_s)
+        left_tasks, given, needed = fit_ahead(obs.queued, obs.expected, capacity, now, self.policy.lead_s)
         left = group_tasks(left_tasks)
         queued_ids = {t.task_id for t in obs.queued}
         self.expected_ids = frozenset(t.task_id for t in left_tasks if t.task_id not in queued_ids)
         self._grow(nodes, capacity, left, now, out)
-        self._shrink(capacity, given, obs, now, out)
+        self._shrink(capacity, given, needed, now, out)
 
     def _transitions(self, nodes: Sequence[NodeView], now: float, out: list) -> None:
         seen_ids = {n.node_id for n in nodes}
@@ -339,13 +340,18 @@ class ElasticController:
 
     # ------------------------------------------------------------ scale in
 
-    def _shrink(self, capacity: Sequence[NodeView], given: dict[str, int], obs: ClusterObserved, now: float,
+    def _shrink(self, capacity: Sequence[NodeView], given: dict[str, int], needed: frozenset[str], now: float,
                 out: list) -> None:
         ready = [n for n in capacity if n.state is NodeState.READY]
         reliable_left = sum(1 for n in ready if n.reliable) + sum(
             1 for n in capacity if n.state is NodeState.PENDING and n.reliable)
+        pol = self.policy
+
+        def idle_for(n: NodeView) -> float:  # looking ahead, a node no work needs within a boot goes sooner
+            return min(pol.idle_s, pol.unneeded_idle_s) if pol.lead_s > 0 and n.node_id not in needed else pol.idle_s
+
         idle = [n for n in ready if n.running == 0 and not given.get(n.node_id) and n.idle_since is not None
-                and now - n.idle_since >= self.policy.idle_s]
+                and now - n.idle_since >= idle_for(n)]
         for n in sorted(idle, key=lambda n: (-n.usd_per_hour, n.node_id)):
             if n.reliable:
                 if reliable_left <= 1:

@@ -29,6 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from plastic.core.elastic_model import NodeState, NodeView, WaitingTask
 from plastic.core.elastic_packing import Room, fit_into, group_tasks, rooms_of
@@ -102,14 +103,21 @@ def _topological(tasks: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec]) -> li
 STEPS_PER_LEAD = 60  # the forecast advances on a grid of lead_s / this (1 s for a 60 s boot)
 
 
+class Fit(NamedTuple):
+    left: list[WaitingTask]  # not started within lead_s of being queued: for new nodes
+    given: dict[str, int]  # node -> tasks it takes now (a node given work is not idle)
+    needed: frozenset[str]  # nodes the forecast places work on within the lead
+
+
 def fit_ahead(queued: Sequence[WaitingTask], expected: Sequence[WaitingTask], nodes: Sequence[NodeView],
-              now: float, lead_s: float) -> tuple[list[WaitingTask], dict[str, int]]:
+              now: float, lead_s: float) -> Fit:
     """The tasks the nodes will not start within ``lead_s`` of their being queued (left over, for new
-    nodes), and per node how many tasks it takes now (a node given work is not idle)."""
+    nodes), per node how many tasks it takes now, and which nodes the forecast gives work at all."""
     if lead_s <= 0:  # the free room now
         left, placed = fit_into(group_tasks(queued), rooms_of(nodes))
         by_id = {t.task_id: t for t in queued}
-        return [by_id[i] for g in left for i in g.task_ids], {n: len(ids) for n, ids in placed.items()}
+        return Fit([by_id[i] for g in left for i in g.task_ids], {n: len(ids) for n, ids in placed.items()},
+                   frozenset(placed))
     return _Ahead(queued, expected, nodes, now, lead_s).run()
 
 
@@ -137,9 +145,10 @@ class _Ahead:
         heapq.heapify(self.events)
         self.up: set[str] = set()
         self.given: dict[str, int] = {}
+        self.needed: set[str] = set()  # nodes the forecast places work on within the lead
         self.left: list[str] = []
 
-    def run(self) -> tuple[list[WaitingTask], dict[str, int]]:
+    def run(self) -> Fit:
         t, last = self.now, self.now + 2 * self.lead_s
         while any(ids for _, ids in self.groups):
             self._events_until(t)
@@ -151,7 +160,7 @@ class _Ahead:
                 break
             t = max(self.now + math.ceil((nxt - self.now) / self.step_s - 1e-9) * self.step_s, t + self.step_s)
         self.left += [i for _, ids in self.groups for i in ids]
-        return [self.tasks[i] for i in sorted(self.left)], self.given
+        return Fit([self.tasks[i] for i in sorted(self.left)], self.given, frozenset(self.needed))
 
     def _events_until(self, t: float) -> None:
         while self.events and self.events[0][0] <= t:
@@ -194,6 +203,7 @@ class _Ahead:
                     del self.open[r.node_id]
                 if t == self.now:  # only work placed now keeps a node from release (bench/elastic.py)
                     self.given[r.node_id] = self.given.get(r.node_id, 0) + n
+                self.needed.add(r.node_id)
                 for i in ids[at:at + n]:
                     runtime = self.tasks[i].runtime_s
                     if runtime is not None:

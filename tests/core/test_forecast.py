@@ -69,7 +69,7 @@ def test_an_overrun_parent_makes_its_children_due_now():
 def test_without_a_lead_it_is_the_free_room_now():
     queued = [waiting(f"t{i}") for i in range(5)]
     nodes = [node("n1", 2, used=1), node("n2", 2, ends=((5.0, ONE),), used=2)]
-    left, given_now = fit_ahead(queued, [waiting("e", due_in_s=1.0)], nodes, 0.0, 0.0)
+    left, given_now, _ = fit_ahead(queued, [waiting("e", due_in_s=1.0)], nodes, 0.0, 0.0)
     assert [t.task_id for t in left] == ["t1", "t2", "t3", "t4"] and given_now == {"n1": 1}
 
 
@@ -78,29 +78,29 @@ def test_room_freed_within_the_lead_serves_queued_work():
     not start them sooner, so nothing is left; with a 10 s lead both are left."""
     full = node("n1", 2, used=2, ends=((20.0, ONE), (20.0, ONE)))
     queued = [waiting("a"), waiting("b")]
-    assert fit_ahead(queued, [], [full], 0.0, 60.0) == ([], {})
-    left, _ = fit_ahead(queued, [], [full], 0.0, 10.0)
+    assert fit_ahead(queued, [], [full], 0.0, 60.0) == ([], {}, {"n1"})  # not now, but within the boot
+    left, _, _ = fit_ahead(queued, [], [full], 0.0, 10.0)
     assert [t.task_id for t in left] == ["a", "b"]
 
 
 def test_tasks_placed_in_the_forecast_free_their_room_by_their_estimate():
     """One free core, four 10 s tasks: they run one after the other, starting at 0, 10, 20, 30 s;
     with a 25 s lead the last one (30 s) is left for a new node."""
-    left, given_now = fit_ahead([waiting(f"t{i}", 10.0) for i in range(4)], [], [node("n1", 1)], 0.0, 25.0)
-    assert [t.task_id for t in left] == ["t3"] and given_now == {"n1": 1}
+    left, given_now, needed = fit_ahead([waiting(f"t{i}", 10.0) for i in range(4)], [], [node("n1", 1)], 0.0, 25.0)
+    assert [t.task_id for t in left] == ["t3"] and given_now == {"n1": 1} and needed == {"n1"}
 
 
 def test_a_booting_node_serves_once_it_is_up():
     booting = node("n1", 2, state=NodeState.PENDING, created_at=0.0)
     assert fit_ahead([waiting("a")], [], [booting], 10.0, 60.0)[0] == []  # up at 60, 50 s after: in time
-    left, _ = fit_ahead([waiting("a")], [], [booting], 10.0, 40.0)  # up at 40: a waits 30 s of a 40 s lead
+    left, _, _ = fit_ahead([waiting("a")], [], [booting], 10.0, 40.0)  # up at 40: a waits 30 s of a 40 s lead
     assert left == []
     late = node("n2", 2, state=NodeState.PENDING, created_at=10.0)
     assert fit_ahead([waiting("a")], [], [late], 10.0, 0.0)[0] == []  # no lead: booting room counts now
 
 
 def test_expected_work_beyond_the_lead_is_not_counted():
-    left, _ = fit_ahead([], [waiting("soon", due_in_s=30.0), waiting("later", due_in_s=90.0)], [], 0.0, 60.0)
+    left, _, _ = fit_ahead([], [waiting("soon", due_in_s=30.0), waiting("later", due_in_s=90.0)], [], 0.0, 60.0)
     assert [t.task_id for t in left] == ["soon"]
 
 
@@ -126,7 +126,29 @@ def test_without_a_lead_fit_ahead_is_fit_existing(tasks, nodes):
     views = [NodeView(f"n{j}", "c", "x", Market.ON_DEMAND if od else Market.SPOT, NodeState.READY,
                       Resources(c, c * 4096), 0.1, 0.0, Resources(min(u, c), min(u, c) * 1024), min(u, c), None)
              for j, (c, u, od) in enumerate(nodes)]
-    left, given_now = fit_ahead(queued, [], views, 0.0, 0.0)
+    left, given_now, needed = fit_ahead(queued, [], views, 0.0, 0.0)
     groups, counts = fit_existing(group_tasks(queued), views)
+    assert needed == set(counts)
     assert sorted(t.task_id for t in left) == sorted(i for g in groups for i in g.task_ids)
     assert given_now == counts
+
+
+def test_looking_ahead_an_idle_node_no_work_needs_goes_sooner():
+    """With a lead, an idle node that the forecast gives no work within the boot is released after
+    unneeded_idle_s (10 s), not idle_s (60 s); one the forecast needs waits for idle_s; without a lead,
+    idle_s for all."""
+    def idle_spot(node_id: str) -> NodeView:
+        return NodeView(node_id, "burst", "m5.large", Market.SPOT, NodeState.READY, Resources(2, 8192), 0.0326, 0.0,
+                        Resources(0, 0), 0, 100.0)
+
+    core = NodeView("core", "core", "c5.large", Market.ON_DEMAND, NodeState.READY, Resources(2, 4096), 0.085, 0.0,
+                    Resources(2, 2048), 2, None, task_ends=((200.0, Resources(2, 2048)),))
+    soon = (waiting("w", 30.0, due_in_s=20.0),)  # fits the spare spot node in 20 s
+    for lead_s, expected, cordoned in ((60.0, (), {"spare", "wanted"}), (60.0, soon, {"spare"}), (0.0, (), set())):
+        ctl = ElasticController(SHAPES, ElasticPolicy(lead_s=lead_s))
+        out = ctl.handle(ClusterObserved((), (core, idle_spot("spare"), idle_spot("wanted")), expected), 115.0)
+        got = {o.node_id for o in out if type(o).__name__ == "CordonNode"}
+        if expected:  # one of the two takes the expected task: which one is the forecast's choice
+            assert len(got) == 1, (lead_s, got)
+        else:
+            assert got == cordoned, (lead_s, got)
