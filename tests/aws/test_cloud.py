@@ -182,3 +182,29 @@ def test_up_in_process_reports_calls(endpoint, image_id, tmp_path):
     assert sum(sum(v.values()) for v in res.obtained.values()) == 6
     assert res.calls.count("ec2:CreateFleet") == 3
     cloud.down(aws, "r6", wait_s=10)
+
+
+def test_without_a_default_vpc_a_subnet_is_required(endpoint, image_id, tmp_path):
+    import boto3
+
+    ec2 = boto3.client("ec2")
+    (vpc,) = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
+    for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])["Subnets"]:
+        ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+    for igw in ec2.describe_internet_gateways(
+            Filters=[{"Name": "attachment.vpc-id", "Values": [vpc["VpcId"]]}])["InternetGateways"]:
+        ec2.detach_internet_gateway(InternetGatewayId=igw["InternetGatewayId"], VpcId=vpc["VpcId"])
+    ec2.delete_vpc(VpcId=vpc["VpcId"])
+    plan = three_cluster_plan(tmp_path / "plan.json")
+    assert_one_line_error(plastic("cloud", "up", plan, "--run-id", "r7", "--image-id", image_id),
+                          "no default VPC", "--subnet")
+    assert tagged_instances("r7") == [] and cloud.leftovers(Aws.connect(None), "r7")["security_groups"] == 0
+    # with a subnet of another VPC it goes ahead, in that VPC
+    other = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=other, CidrBlock="10.9.1.0/24")["Subnet"]["SubnetId"]
+    res = plastic("cloud", "up", plan, "--run-id", "r7", "--image-id", image_id, "--subnet", subnet)
+    assert res.returncode == 0, res.stderr
+    assert {i["SubnetId"] for i in tagged_instances("r7")} == {subnet}
+    (group,) = ec2.describe_security_groups(Filters=[{"Name": "tag:plastic:run", "Values": ["r7"]}])["SecurityGroups"]
+    assert group["VpcId"] == other
+    assert plastic("cloud", "down", "r7").returncode == 0

@@ -134,6 +134,12 @@ def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoi
     at = next(d["t"] for d in decisions if d["kind"] == "notice" and d.get("agent_id") == agent)
     assert not [d for d in decisions if d["kind"] == "placed" and d.get("agent_id") == agent and d["t"] > at]
     assert any(d["kind"] in ("drain_kill", "let_finish") and d.get("agent_id") == agent for d in decisions)
+    # no secret anywhere: the run's files, the decisions, the report, its output
+    from tests.aws.conftest import SECRET
+
+    for path in [tmp_path / "run.log", *run_dir.rglob("*")]:
+        if path.is_file() and path.stat().st_size < 50_000_000:
+            assert SECRET.encode() not in path.read_bytes(), path
     # the run removed what it made: no instance, template, group, rule or queue is tagged with it
     assert cloud.leftovers(Aws.connect(None), RUN_ID) == {"instances": 0, "launch_templates": 0,
                                                           "security_groups": 0, "rules": 0, "queues": 0}
