@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from argparse import ArgumentParser, ArgumentTypeError, _ArgumentGroup
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,7 @@ def ec2_provider(config: Any, catalog: Any, *, master: str, run_id: str | None):
         raise PlasticError("the ec2 provider needs --plasticImageId", field="--plasticImageId")
     if not run_id:
         raise PlasticError("the ec2 provider needs a run (--plasticRun and --plasticRedis)", field="--plasticRun")
-    redis = getattr(config, "plastic_redis", None) or ""
+    redis = getattr(config, "plastic_redis", None) or os.environ.get("PLASTIC_REDIS_URL") or ""
     settings = NodeSettings(image_id=image_id, master=master, redis=redis,
                             agent_image=getattr(config, "plastic_agent_image", None) or "plastic/agent:1.11",
                             key_name=getattr(config, "plastic_key_name", None),

@@ -19,6 +19,7 @@ from plastic.core.policy import PolicyError, PolicyTable, parse_policy_text
 from plastic.framework.store_recorder import StoreRecorder
 from plastic.framework.store_writer import StoreWriter
 from plastic.store import RecordExistsError, Store, StoreError
+from plastic.store.urls import redact
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +56,19 @@ def open_run(url: str, run_id: str | None, *, fields: Mapping[str, Any] | None =
         if run_id is None:
             run_id = store.create_run(fields=fields)
             created = True
-            log.info("plastic: recording into new run %s (Redis %s)", run_id, url)
+            log.info("plastic: recording into new run %s (Redis %s)", run_id, redact(url))
         elif store.get_run(run_id) is None:
             try:
                 store.create_run(run_id, fields=fields)
                 created = True
-                log.info("plastic: run %s did not exist; created it (Redis %s)", run_id, url)
+                log.info("plastic: run %s did not exist; created it (Redis %s)", run_id, redact(url))
             except RecordExistsError:  # created meanwhile by someone else: use it
                 pass
         else:
-            log.info("plastic: recording into run %s (Redis %s)", run_id, url)
+            log.info("plastic: recording into run %s (Redis %s)", run_id, redact(url))
     except RedisError as error:
         client.close()
-        raise StoreError(f"cannot reach Redis at {url}: {error}") from None
+        raise StoreError(f"cannot reach Redis at {redact(url)}: {error}") from None
     except ValueError as error:  # an invalid run id
         client.close()
         raise StoreError(str(error), source="--plasticRun") from None

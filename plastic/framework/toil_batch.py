@@ -192,7 +192,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                             default=None,
                             help="Mesos failover timeout of plastic's framework, in seconds (default: none, "
                                  "the framework is torn down at shutdown)")
-        parser.add_argument("--plasticRedis", dest="plastic_redis", default=_env(REDIS_ENV),
+        parser.add_argument("--plasticRedis", dest="plastic_redis", default=None,  # $PLASTIC_REDIS_URL when used:
+                            # not kept in Toil's config (pickled into the job store) with its password
                             help="Redis URL where plastic records the run's events, tasks and agents "
                                  "(redis://HOST:PORT/DB or unix:///PATH; default: $PLASTIC_REDIS_URL; "
                                  "none: nothing is written to Redis)")

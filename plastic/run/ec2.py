@@ -11,6 +11,7 @@ When the run ends, whatever way: the watcher stops and every resource tagged wit
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -53,9 +54,10 @@ def start(settings: Ec2Settings, run_id: str, run_dir: Path, redis_url: str,
     aws = Aws.connect(settings.region)
     queue_url, _created = cloud.spot_events(aws, run_id)
     argv = [sys.executable, "-m", "plastic", "sqs-watch", "--queue-url", queue_url or "", "--region", aws.region,
-            "--redis", redis_url, "--wait-seconds", "2"]
+            "--wait-seconds", "2"]
+    env = {**os.environ, "PLASTIC_REDIS_URL": redis_url}  # not on the command line
     with open(run_dir / "sqs-watch.log", "ab") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=run_dir,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=run_dir, env=env,
                                 preexec_fn=die_with_parent())  # noqa: PLW1509
     note(f"ec2 ({aws.region}): spot events through {queue_url}")
 

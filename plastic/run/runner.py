@@ -64,6 +64,7 @@ from plastic.run.ec2 import Ec2Settings
 from plastic.run.events import EventFollower
 from plastic.run.toil_command import build_invocation
 from plastic.run.watchers import SpotWatchers
+from plastic.store.urls import is_redacted, redact
 
 log = logging.getLogger(__name__)
 
@@ -290,7 +291,8 @@ def execute(request: RunRequest, display: Display | None = None,
     write_atomically(run_dir / RUN_FILE, json.dumps({
         "run_id": run_id, "workflow": str(request.workflow.resolve()),
         "job": None if request.job is None else str(request.job.resolve()), "outdir": str(request.outdir.resolve()),
-        "master": request.master, "redis_url": request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None,
+        "master": request.master,  # the Redis URL without its password: a resume asks for it again
+        "redis_url": redact(request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None),
         "report_path": None if request.report_path is None else str(request.report_path.resolve()),
         "catalog_path": request.catalog_path, "max_agents": request.max_agents,
         "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
@@ -477,6 +479,18 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         _stop_all(cleanups)
 
 
+def _saved_redis(saved: str | None, run_dir: Path) -> str | None:
+    """The run's Redis URL as run.json keeps it; one saved without its password comes from
+    $PLASTIC_REDIS_URL (or --redis), else the resume cannot go on."""
+    if not is_redacted(saved):
+        return saved
+    from_env = os.environ.get("PLASTIC_REDIS_URL")
+    if from_env:
+        return from_env
+    raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set PLASTIC_REDIS_URL)",
+                     source=str(run_dir), field="--redis")
+
+
 def resume(run_dir: Path, redis_url: str | None = None, display: Display | None = None,
            on_started: Callable[[str, Path], None] | None = None, *, adopt_s: float | None = None) -> RunResult:
     """Go on with a run whose `plastic run` was killed (see the module docstring); ``adopt_s``: the
@@ -492,7 +506,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         raise InputError(f"not the directory of a plastic run (no readable {RUN_FILE})", source=str(run_dir)) from None
     request = RunRequest(workflow=Path(saved["workflow"]), job=Path(saved["job"]) if saved.get("job") else None,
                          outdir=Path(saved["outdir"]), master=saved.get("master"),
-                         redis_url=redis_url or saved.get("redis_url"),
+                         redis_url=redis_url or _saved_redis(saved.get("redis_url"), run_dir),
                          report_path=Path(saved["report_path"]) if saved.get("report_path") else None,
                          run_dir=run_dir, run_id=run_id, catalog_path=saved.get("catalog_path"),
                          max_agents=int(saved.get("max_agents") or 8), interrupt_rate=saved.get("interrupt_rate"),
@@ -506,7 +520,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         store, url = _open_store(request.redis_url, run_dir, cleanups)
         record = store.get_run(run_id)
         if record is None:
-            raise InputError(f"run {run_id} is not in Redis at {url}", source=str(run_dir))
+            raise InputError(f"run {run_id} is not in Redis at {redact(url)}", source=str(run_dir))
         pid = int(record.fields.get("pid") or 0)
         if pid and pid != os.getpid() and pid_alive(pid):
             raise InputError(f"run {run_id} is still running (pid {pid})", source=str(run_dir))

