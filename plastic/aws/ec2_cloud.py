@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plastic.compose import AGENT_IMAGE
 from plastic.core.elastic_model import NodeState
 from plastic.core.errors import InputError
 from plastic.core.model import Market
@@ -211,7 +212,7 @@ class NodeSettings:
     image_id: str
     master: str
     redis: str
-    agent_image: str = "plastic/agent:1.11"
+    agent_image: str = AGENT_IMAGE  # the compose cluster's agent image (deploy/mesos/Dockerfile)
     key_name: str | None = None
     instance_profile: str | None = None
     subnet: str | None = None

@@ -11,6 +11,8 @@ import time
 
 import click
 
+from plastic.compose import AGENT_IMAGE
+
 
 def _catalog(path: str | None):
     from plastic.catalogs import load_catalog
@@ -35,7 +37,7 @@ def cloud_group() -> None:
               help="The Mesos master the agents join (host:port or zk://...).")
 @click.option("--redis", "redis_url", default="redis://127.0.0.1:6379/0", show_default=True,
               help="The run's Redis, where spot agents' watchers publish notices.")
-@click.option("--agent-image", default="plastic/agent:1.11", show_default=True,
+@click.option("--agent-image", default=AGENT_IMAGE, show_default=True,
               help="Docker image of the Mesos agent (deploy/mesos/Dockerfile), pullable by the instances.")
 @click.option("--catalog", "catalog_path", help="Instance catalog (default: the bundled AWS us-east-1 one).")
 @click.option("--dry-run", is_flag=True, help="Print the API calls up would make; make none.")

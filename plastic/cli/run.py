@@ -65,7 +65,7 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 @click.option("--subnet", help="ec2: the instances' subnet (default: the region's default VPC).")
 @click.option("--key-name", help="ec2: key pair for SSH to the instances.")
 @click.option("--instance-profile", help="ec2: the instances' IAM instance profile.")
-@click.option("--agent-image", help="ec2: the Mesos agent image the instances run (default: plastic/agent:1.11).")
+@click.option("--agent-image", help="ec2: the Mesos agent image the instances run (default: the compose cluster's, plastic/agent:latest).")
 @click.option("--adopt-seconds", "adopt_s", type=click.FloatRange(min=0.0),
               help="With --resume: let a task of the killed run that is still running finish (its work kept) "
                    "when it is expected to within this many seconds; others are killed and run again "
@@ -116,7 +116,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
 
         region = Aws.connect(region).region  # a bad region or no credentials: one line, before anything starts
         ec2 = Ec2Settings(image_id=image_id, region=region, subnet=subnet, key_name=key_name,
-                          instance_profile=instance_profile, agent_image=agent_image or "plastic/agent:1.11")
+                          instance_profile=instance_profile, agent_image=agent_image or Ec2Settings.agent_image)
     elif ec2_given:
         raise click.UsageError(f"{', '.join(ec2_given)}: options of --provider ec2")
     if elastic_given and static:

@@ -14,6 +14,7 @@ from argparse import ArgumentParser, ArgumentTypeError, _ArgumentGroup
 from pathlib import Path
 from typing import Any
 
+from plastic.compose import AGENT_IMAGE
 from plastic.core.elastic import ElasticController
 from plastic.core.elastic_model import ElasticPolicy
 from plastic.core.errors import PlasticError
@@ -90,7 +91,7 @@ def add_elastic_options(parser: ArgumentParser | _ArgumentGroup) -> None:
     parser.add_argument("--plasticKeyName", dest="plastic_key_name", default=None, help="ec2 provider: key pair")
     parser.add_argument("--plasticInstanceProfile", dest="plastic_instance_profile", default=None,
                         help="ec2 provider: the instances' IAM instance profile")
-    parser.add_argument("--plasticAgentImage", dest="plastic_agent_image", default="plastic/agent:1.11",
+    parser.add_argument("--plasticAgentImage", dest="plastic_agent_image", default=AGENT_IMAGE,
                         help="ec2 provider: the Mesos agent's Docker image the instances run")
     parser.add_argument("--plasticElasticEverySeconds", dest="plastic_elastic_every_s", type=positive,
                         default=DEFAULT_INTERVAL_S, help="how often the cluster is looked at (default: 5)")
@@ -158,7 +159,7 @@ def ec2_provider(config: Any, catalog: Any, *, master: str, run_id: str | None):
         raise PlasticError("the ec2 provider needs a run (--plasticRun and --plasticRedis)", field="--plasticRun")
     redis = getattr(config, "plastic_redis", None) or os.environ.get("PLASTIC_REDIS_URL") or ""
     settings = NodeSettings(image_id=image_id, master=master, redis=redis,
-                            agent_image=getattr(config, "plastic_agent_image", None) or "plastic/agent:1.11",
+                            agent_image=getattr(config, "plastic_agent_image", None) or AGENT_IMAGE,
                             key_name=getattr(config, "plastic_key_name", None),
                             instance_profile=getattr(config, "plastic_instance_profile", None),
                             subnet=getattr(config, "plastic_subnet", None))

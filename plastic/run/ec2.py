@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from plastic.compose import AGENT_IMAGE
 from plastic.procs import die_with_parent, stop_process
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ class Ec2Settings:
     subnet: str | None = None
     key_name: str | None = None
     instance_profile: str | None = None
-    agent_image: str = "plastic/agent:1.11"
+    agent_image: str = AGENT_IMAGE
     down_wait_s: float = 600.0  # at the end: how long to wait for instances to go before removing the group
 
     def batch_args(self) -> list[str]:
