@@ -101,7 +101,7 @@ def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoi
         while target is None:
             assert proc.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "no task ran on a spot instance"
-            spot = {a: i for i, a in bridge.agents.items() if _is_spot(i)}
+            spot = {a: i for i, a in dict(bridge.agents).items() if _is_spot(i)}  # a copy: the bridge adds
             running = [d for d in _decisions(run_dir) if d["kind"] == "running" and d.get("agent_id") in spot]
             target = spot[running[0]["agent_id"]] if running else None
             time.sleep(0.5)
