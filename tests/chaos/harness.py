@@ -125,7 +125,15 @@ class ChaosRun:
 
     def busy_spot_agent(self, *, exclude: set[str] = frozenset()) -> str | None:
         """A live spot agent running at least one task right now (the busiest), per the master."""
-        agents = [a for a in self.status()["agents"]
+        try:
+            status = self.status()
+        except httpx.HTTPError as error:  # the cluster is gone: say what the run said (a clean-clone run
+            # once met this with no more to go on)
+            time.sleep(1.0)
+            raise AssertionError(f"the local cluster stopped answering ({error}); plastic run "
+                                 f"{'ended rc ' + str(self.proc.returncode) if self.proc.poll() is not None else 'runs'}"
+                                 f", {self.finished_count()} tasks finished:\n{self.stderr_tail()}") from None
+        agents = [a for a in status["agents"]
                   if a["preemptible"] and a["status"] == "active" and a["tasks"] > 0 and a["id"] not in exclude]
         return max(agents, key=lambda a: a["tasks"])["id"] if agents else None
 
