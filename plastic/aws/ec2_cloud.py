@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plastic.aws.session import describe as describe_error
+from plastic.aws.session import error_code
 from plastic.compose import AGENT_IMAGE
 from plastic.core.elastic_model import NodeState
 from plastic.core.errors import InputError
@@ -147,21 +149,9 @@ class Aws:
         return [f"{service}:{op}" for service, op, _ in self.calls]
 
 
-def error_code(exc: BaseException) -> str:
-    response = getattr(exc, "response", None)
-    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
-
-
 def is_client_error(exc: BaseException) -> bool:
-    return type(exc).__name__ == "ClientError" or bool(error_code(exc))
-
-
-def describe_error(exc: BaseException) -> str:
-    code = error_code(exc)
-    if code:
-        message = str(exc.response.get("Error", {}).get("Message", ""))  # type: ignore[attr-defined]
-        return " ".join(f"{code}: {message}".split())
-    return f"{type(exc).__name__}: {exc}"
+    """AWS answered with an error code (a botocore ClientError), as opposed to not answering."""
+    return bool(error_code(exc))
 
 
 # ------------------------------------------------------------------ network
@@ -366,7 +356,7 @@ def _epoch(value: Any) -> float:
 
 
 def terminate(aws: Aws, instance_ids: Iterable[str]) -> list[str]:
-    """Terminate (idempotent: unknown ids are skipped one by one). Returns the ids asked to terminate."""
+    """Terminate (idempotent: ids EC2 does not know are skipped, one by one). Returns those asked to go."""
     ids = sorted(set(instance_ids))
     if not ids:
         return []
@@ -374,11 +364,8 @@ def terminate(aws: Aws, instance_ids: Iterable[str]) -> list[str]:
         aws.call("ec2", "terminate_instances", InstanceIds=ids)
         return ids
     except Exception as exc:
-        if not (is_client_error(exc) and error_code(exc).startswith("InvalidInstanceID")) or len(ids) == 1:
-            if is_client_error(exc) and error_code(exc).startswith("InvalidInstanceID"):
-                return []
+        if not error_code(exc).startswith("InvalidInstanceID"):
             raise ProviderError(f"cannot terminate instances: {describe_error(exc)}") from None
-    done = []
-    for one in ids:
-        done += terminate(aws, [one])
-    return done
+    if len(ids) == 1:
+        return []  # that one is unknown (or long gone)
+    return [done for one in ids for done in terminate(aws, [one])]

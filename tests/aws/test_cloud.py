@@ -208,3 +208,14 @@ def test_without_a_default_vpc_a_subnet_is_required(endpoint, image_id, tmp_path
     (group,) = ec2.describe_security_groups(Filters=[{"Name": "tag:plastic:run", "Values": ["r7"]}])["SecurityGroups"]
     assert group["VpcId"] == other
     assert plastic("cloud", "down", "r7").returncode == 0
+
+
+def test_terminate_skips_ids_ec2_does_not_know(endpoint, image_id):
+    import boto3
+
+    from plastic.aws.ec2_cloud import terminate
+
+    (inst,) = boto3.client("ec2").run_instances(ImageId=image_id, MinCount=1, MaxCount=1)["Instances"]
+    aws = Aws.connect(None)
+    assert terminate(aws, [inst["InstanceId"], "i-0123456789abcdef0"]) == [inst["InstanceId"]]
+    assert terminate(aws, ["i-0123456789abcdef0"]) == [] and terminate(aws, []) == []
