@@ -218,9 +218,24 @@ def _running_server(data_dir: Path, timeout: float) -> EmbeddedRedis | None:
                 raise StoreError(f"the Redis server (pid {pid}) of {data_dir} is still loading its data") from None
             time.sleep(0.05)
         except (ConnectionError, TimeoutError, OSError):
-            break
+            # not answering: a server of this directory going down (SIGTERM: it writes its AOF first) is
+            # waited for, so that a new one never starts on the same files beside it
+            if not _serves(pid, url) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
     _remove(state_file)
     return None
+
+
+def _serves(pid: int, url: str) -> bool:
+    """Process ``pid`` is the redis-server listening at ``url`` (its title names the socket or
+    host:port), not a process that reused the pid."""
+    try:
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return False
+    where = url.removeprefix("unix://") if url.startswith("unix://") else url.split("//", 1)[-1].split("/", 1)[0]
+    return "redis-server" in title and where in title
 
 
 def start_embedded(

@@ -75,7 +75,8 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
     time.sleep(pause_s)  # the embedded Redis gets SIGTERM from the kernel; let it write its AOF and go
     res = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet", *resume_args],
                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=150, check=False)
-    assert res.returncode == 0, res.stderr[-4000:] + (run_dir / "toil.log").read_text()[-4000:]
+    toil_log = run_dir / "toil.log"  # none when the resume failed before Toil started
+    assert res.returncode == 0, res.stderr[-4000:] + (toil_log.read_text()[-4000:] if toil_log.exists() else "")
     assert (out / "joined.txt").read_text() == "item 1\nitem 2\nitem 3\n"
     assert not pid_alive(int(cluster["pid"])), "the local cluster outlived the resumed run"
     from plastic.store import Store, start_embedded

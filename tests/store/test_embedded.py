@@ -214,3 +214,33 @@ def test_connect_errors(tmp_path):
         connect(f"unix://{tmp_path}/nothing.sock", None, environ={})
     with pytest.raises(StoreError, match="no Redis URL"):
         connect(None, None, environ={})
+
+
+def test_a_server_of_the_directory_still_going_down_is_waited_for(tmp_path):
+    """The previous server of the directory does not answer but still runs (here: stopped; in life:
+    writing its AOF after the SIGTERM of its parent's death): a new start waits for it to be gone
+    before starting its own on the same files (a quick `plastic run --resume` after a kill)."""
+    old = start_embedded(tmp_path, die_with_parent=False)
+    client = old.client()
+    client.set("k", "v")
+    client.close()
+    os.kill(old.pid, signal.SIGSTOP)
+    gone_at: list[float] = []
+
+    def finish_later():
+        time.sleep(3.0)
+        os.kill(old.pid, signal.SIGKILL)
+        os.kill(old.pid, signal.SIGCONT)
+        gone_at.append(time.monotonic())
+
+    threading.Thread(target=finish_later, daemon=True).start()
+    new = start_embedded(tmp_path)
+    returned_at = time.monotonic()
+    try:
+        assert gone_at and returned_at > gone_at[0]  # not beside the old one
+        assert new.pid != old.pid
+        client = new.client()
+        assert client.get("k") == "v"  # the AOF the old one wrote
+        client.close()
+    finally:
+        new.stop()
