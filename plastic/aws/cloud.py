@@ -209,24 +209,28 @@ def _delete_group(aws: Aws, group_id: str, wait_s: float, sleep: Callable[[float
             sleep(5.0)  # network interfaces of terminated instances linger a little
 
 
+def _run_rules(aws: Aws, run_id: str) -> list[dict[str, Any]]:
+    """The run's EventBridge rules: by name prefix, kept only when tagged with the run."""
+    rules = aws.call("events", "list_rules", NamePrefix=ec2.names(run_id)["rule"]).get("Rules", [])
+    return [r for r in rules if any(t["Key"] == ec2.TAG_RUN and t["Value"] == run_id for t in
+                                    aws.call("events", "list_tags_for_resource", ResourceARN=r["Arn"]).get("Tags", []))]
+
+
+def _run_queues(aws: Aws, run_id: str) -> list[str]:
+    """The run's SQS queue URLs: by name prefix, kept only when tagged with the run."""
+    urls = aws.call("sqs", "list_queues", QueueNamePrefix=ec2.names(run_id)["queue"]).get("QueueUrls", [])
+    return [u for u in urls if aws.call("sqs", "list_queue_tags", QueueUrl=u).get("Tags", {}).get(ec2.TAG_RUN) == run_id]
+
+
 def _remove_spot_events(aws: Aws, run_id: str) -> list[str]:
-    n = ec2.names(run_id)
     removed = []
-    rules = aws.call("events", "list_rules", NamePrefix=n["rule"]).get("Rules", [])
-    for rule in rules:
-        tags = {t["Key"]: t["Value"] for t in aws.call("events", "list_tags_for_resource",
-                                                       ResourceARN=rule["Arn"]).get("Tags", [])}
-        if tags.get(ec2.TAG_RUN) != run_id:
-            continue
+    for rule in _run_rules(aws, run_id):
         targets = aws.call("events", "list_targets_by_rule", Rule=rule["Name"]).get("Targets", [])
         if targets:
             aws.call("events", "remove_targets", Rule=rule["Name"], Ids=[t["Id"] for t in targets])
         aws.call("events", "delete_rule", Name=rule["Name"])
         removed.append(f"EventBridge rule {rule['Name']}")
-    for url in aws.call("sqs", "list_queues", QueueNamePrefix=n["queue"]).get("QueueUrls", []):
-        tags = aws.call("sqs", "list_queue_tags", QueueUrl=url).get("Tags", {})
-        if tags.get(ec2.TAG_RUN) != run_id:
-            continue
+    for url in _run_queues(aws, run_id):
         aws.call("sqs", "delete_queue", QueueUrl=url)
         removed.append(f"SQS queue {url.rsplit('/', 1)[-1]}")
     return removed
@@ -234,16 +238,10 @@ def _remove_spot_events(aws: Aws, run_id: str) -> list[str]:
 
 def leftovers(aws: Aws, run_id: str) -> dict[str, int]:
     """What is still tagged with the run (live instances, templates, groups, rules, queues)."""
-    n = ec2.names(run_id)
     live = [i for i in ec2.run_instances(aws, run_id) if i.aws_state != "terminated"]
-    rules = [r for r in aws.call("events", "list_rules", NamePrefix=n["rule"]).get("Rules", [])
-             if any(t["Key"] == ec2.TAG_RUN and t["Value"] == run_id for t in
-                    aws.call("events", "list_tags_for_resource", ResourceARN=r["Arn"]).get("Tags", []))]
-    queues = [u for u in aws.call("sqs", "list_queues", QueueNamePrefix=n["queue"]).get("QueueUrls", [])
-              if aws.call("sqs", "list_queue_tags", QueueUrl=u).get("Tags", {}).get(ec2.TAG_RUN) == run_id]
     return {"instances": len(live),
             "launch_templates": len(aws.call("ec2", "describe_launch_templates",
                                              Filters=ec2.run_filter(run_id)).get("LaunchTemplates", [])),
             "security_groups": len(aws.call("ec2", "describe_security_groups",
                                             Filters=ec2.run_filter(run_id)).get("SecurityGroups", [])),
-            "rules": len(rules), "queues": len(queues)}
+            "rules": len(_run_rules(aws, run_id)), "queues": len(_run_queues(aws, run_id))}
