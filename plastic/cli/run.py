@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import click
@@ -126,6 +127,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                                f"creates nodes on its local cluster only)")
     if elastic_given and resume_dir is not None:
         raise click.UsageError(f"{', '.join(elastic_given)}: a resumed run keeps its own settings")
+    take_sigint()
     console = Console(stderr=True)
     if not console.is_terminal:
         console = Console(stderr=True, width=160)  # a pipe or a file: no truncated columns
@@ -150,6 +152,15 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
     result = execute(request, display,
                      on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))
     _finish(result, console, report_table, failure)
+
+
+def take_sigint() -> None:
+    """Ctrl-C / SIGINT cancels the run even when it was started in the background: a shell starts a
+    background job with SIGINT ignored, and a process that ignores it hands that on to every child it
+    starts (the Toil leader, the local cluster, the watchers). With Python's handler back, SIGINT raises
+    KeyboardInterrupt here (the run is cancelled and cleaned up) and the children start with the default."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _finish(result, console, report_table, failure) -> None:
