@@ -50,6 +50,10 @@ def _common_serve_options(f: Any) -> Any:
         click.option("--refuse-spot", default="",
                      help="Emulate a spot capacity shortage: refuse spot agents of these instance types "
                           "(comma-separated; * for every type)."),
+        click.option("--credentials", "credentials_file", type=click.Path(dir_okay=False),
+                     help="Frameworks must authenticate (HTTP basic, as Mesos' --authenticate_http_frameworks) "
+                          "with one of these credentials: JSON {\"credentials\": [{\"principal\": ..., "
+                          "\"secret\": ...}]} or PRINCIPAL SECRET lines."),
     ]
     for opt in reversed(options):
         f = opt(f)
@@ -73,15 +77,18 @@ def _load_spec(cluster_file: str | None, plan_file: str | None, spec_file: str |
 def _options(port: int, workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
              interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
              update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
-             launcher_threads: int = 0, boot_seconds: float = 0.0, refuse_spot: str = "") -> Any:
+             launcher_threads: int = 0, boot_seconds: float = 0.0, refuse_spot: str = "",
+             credentials_file: str | None = None) -> Any:
     from plastic.local.cluster import Options
+    from plastic.mesos.credential import read_credentials
 
     return Options(port=port, workdir=Path(workdir).resolve() if workdir else None, heartbeat_s=heartbeat_seconds,
                    agent_ping_timeout_s=agent_ping_timeout_seconds, interrupt_rate_per_min=interrupt_rate,
                    interrupt_notice_s=interrupt_notice_seconds, seed=seed, update_retry_s=update_retry_seconds,
                    kill_grace_s=kill_grace_seconds, replace_after_s=replace_after_seconds,
                    launcher_threads=launcher_threads, boot_s=boot_seconds,
-                   refuse_spot=tuple(t.strip() for t in refuse_spot.split(",") if t.strip()))
+                   refuse_spot=tuple(t.strip() for t in refuse_spot.split(",") if t.strip()),
+                   credentials=read_credentials(credentials_file) if credentials_file else ())
 
 
 @click.group("local")
@@ -97,9 +104,13 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
        heartbeat_seconds: float, agent_ping_timeout_seconds: float, interrupt_rate: float | None,
        interrupt_notice_seconds: float, seed: int | None, update_retry_seconds: float, kill_grace_seconds: float,
        replace_after_seconds: float | None, launcher_threads: int, boot_seconds: float, refuse_spot: str,
-       detach: bool, timeout: float) -> None:
+       credentials_file: str | None, detach: bool, timeout: float) -> None:
     """Start a master on 127.0.0.1 with agents from CLUSTER.yaml or a plan."""
     spec, flag, source = _load_spec(cluster_file, plan_file, spec_file)
+    if credentials_file:
+        from plastic.mesos.credential import read_credentials
+
+        read_credentials(credentials_file)  # a bad file: one line now, not in a detached child's log
     if detach:
         from plastic.local import supervisor as sup
 
@@ -116,7 +127,8 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
                               ping_timeout=agent_ping_timeout_seconds, interrupt_rate=interrupt_rate,
                               notice=interrupt_notice_seconds, seed=seed, update_retry=update_retry_seconds,
                               kill_grace=kill_grace_seconds, replace_after=replace_after_seconds, parent_pid=None,
-                              boot=boot_seconds, refuse_spot=refuse_spot)
+                              boot=boot_seconds, refuse_spot=refuse_spot,
+                              credentials=str(Path(credentials_file).resolve()) if credentials_file else None)
         try:
             _proc, doc = sup.spawn(args, state_file=state_file, log_file=wd / "cluster.log", timeout=timeout)
         except (RuntimeError, TimeoutError) as exc:
@@ -129,7 +141,7 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
 
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
                        interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
-                       replace_after_seconds, launcher_threads, boot_seconds, refuse_spot)
+                       replace_after_seconds, launcher_threads, boot_seconds, refuse_spot, credentials_file)
 
     def ready(cluster: Any, doc: dict[str, Any]) -> None:
         click.echo(f"local Mesos master at {doc['master_url']} (workdir {doc['workdir']}); Ctrl-C stops it")
@@ -155,7 +167,8 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
               workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
               interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
               update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
-              launcher_threads: int, boot_seconds: float, refuse_spot: str, state_file: str | None,
+              launcher_threads: int, boot_seconds: float, refuse_spot: str, credentials_file: str | None,
+              state_file: str | None,
               parent_pid: int | None, remove_workdir: bool, lease_file: str | None, lease_seconds: float) -> None:
     """Serve a cluster in this process (used by --detach and by plastic.local.testing)."""
     import asyncio
@@ -165,7 +178,7 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
     spec, _, _ = _load_spec(cluster_file, plan_file, spec_file)
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
                        interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
-                       replace_after_seconds, launcher_threads, boot_seconds, refuse_spot)
+                       replace_after_seconds, launcher_threads, boot_seconds, refuse_spot, credentials_file)
     asyncio.run(serve(spec, options, state_file=Path(state_file) if state_file else None, parent_pid=parent_pid,
                       remove_workdir=remove_workdir, lease_file=Path(lease_file) if lease_file else None,
                       lease_s=lease_seconds if lease_file else None))

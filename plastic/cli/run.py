@@ -21,6 +21,10 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
               help="Use this plan (plastic plan --format json) instead of planning now.")
 @click.option("--master", help="A Mesos master (http://HOST:PORT or zk://...); default: a local cluster "
                                "shaped like the plan.")
+@click.option("--mesos-credential", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --master, for a master that authenticates frameworks: a file holding the credential, "
+                   "JSON {\"principal\": ..., \"secret\": ...} or one line PRINCIPAL SECRET (the secret is "
+                   "never taken on the command line).")
 @click.option("--redis", "redis_url", help="Redis URL for the run's state (default: $PLASTIC_REDIS_URL, else an "
                                            "embedded server persisted in the run directory).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -72,7 +76,7 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
                    "when it is expected to within this many seconds; others are killed and run again "
                    "(0: kill them all; default: 300).")
 def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], outdir: Path, plan_path: Path | None,
-        master: str | None, redis_url: str | None, report_path: Path | None, run_dir: Path | None,
+        master: str | None, mesos_credential: Path | None, redis_url: str | None, report_path: Path | None, run_dir: Path | None,
         catalog_path: str | None, max_agents: int, interrupt_rate: float | None, notice_seconds: float,
         seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None, static: bool,
         max_nodes: int | None, idle_s: float | None, budget_per_hour: float | None, budget_usd: float | None,
@@ -120,6 +124,14 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                           instance_profile=instance_profile, agent_image=agent_image or Ec2Settings.agent_image)
     elif ec2_given:
         raise click.UsageError(f"{', '.join(ec2_given)}: options of --provider ec2")
+    if mesos_credential is not None:
+        if not master or resume_dir is not None:
+            raise click.UsageError("--mesos-credential goes with --master (a resumed run keeps its own)")
+        from plastic.mesos.credential import check_credential, read_credential
+
+        mesos_credential = mesos_credential.resolve()
+        # a bad file or a refused credential: one line now, before anything is created
+        check_credential(master, read_credential(mesos_credential), source=str(mesos_credential))
     if elastic_given and static:
         raise click.UsageError(f"{', '.join(elastic_given)}: elastic options, not with --static")
     if elastic_given and master and ec2 is None:
@@ -147,7 +159,8 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                          max_agents=max_agents, interrupt_rate=interrupt_rate, notice_seconds=notice_seconds,
                          seed=seed, toil_args=toil_args, run_id=run_id, static=static, max_nodes=max_nodes,
                          idle_s=60.0 if idle_s is None else idle_s, budget_usd_per_hour=budget_per_hour,
-                         budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "", ec2=ec2)
+                         budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "", ec2=ec2,
+                         mesos_credential=mesos_credential)
     display = RichDisplay(console, quiet=quiet)
     result = execute(request, display,
                      on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))

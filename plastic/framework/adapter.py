@@ -47,6 +47,7 @@ from plastic.core.lifecycle import TaskState
 from plastic.core.model import Preempt, Resources
 from plastic.core.placement import AgentInfo
 from plastic.framework.recorder import JsonLinesRecorder, LogRecorder, Recorder
+from plastic.mesos.credential import Credential
 from plastic.mesos.driver import MesosSchedulerDriver
 from plastic.mesos.errors import MesosFrameworkError
 from plastic.mesos.offers import agent_of_listing, offer_of, status_event, value_of
@@ -98,6 +99,7 @@ class Framework(Scheduler):
         framework_id: str | None = None,
         job_store: JobStoreAnswer | None = None,
         runtime_history: HistoryAnswer | None = None,
+        credential: Credential | None = None,
     ):
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)  # notified after every event
@@ -137,7 +139,11 @@ class Framework(Scheduler):
             info["capabilities"] = [{"type": "MULTI_ROLE"}]
         self.failover_timeout_s = failover_timeout_s
         self._driver_factory, self._master, self._info = driver_factory, master, info
-        self.driver = driver_factory(self, info, master, failover_timeout_s=failover_timeout_s)
+        # a master that authenticates frameworks: HTTP basic on every call, FrameworkInfo.principal
+        self._driver_options: dict[str, Any] = {"failover_timeout_s": failover_timeout_s}
+        if credential is not None:
+            self._driver_options.update(principal=credential.principal, secret=credential.secret)
+        self.driver = driver_factory(self, info, master, **self._driver_options)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -164,7 +170,7 @@ class Framework(Scheduler):
         info = {k: v for k, v in self._info.items() if k != "id"}
         self.failed_event.clear()
         self.last_error = None
-        self.driver = self._driver_factory(self, info, self._master, failover_timeout_s=self.failover_timeout_s)
+        self.driver = self._driver_factory(self, info, self._master, **self._driver_options)
         self.start(timeout)
 
     def stop(self, *, kill_tasks: bool = True, failover: bool = False) -> None:

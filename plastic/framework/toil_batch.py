@@ -59,7 +59,7 @@ from toil.batchSystems.abstractBatchSystem import (
 from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
 from toil.common import InconsistentConfigurationError
 
-from plastic.core.errors import PlasticError
+from plastic.core.errors import InputError, PlasticError
 from plastic.core.jobbook import JobBook
 from plastic.core.jobbook_commands import JobStoreQuestion, ReportJobEnd
 from plastic.core.jobbook_events import PriorTask
@@ -75,6 +75,7 @@ from plastic.framework.notices import NoticeFollower
 from plastic.framework.provisioner import Provisioner
 from plastic.framework.recorder import Recorder
 from plastic.framework.run_store import RunHandle, load_policy, open_run
+from plastic.mesos.credential import CREDENTIAL_ENV, read_credential
 from plastic.mesos.errors import MesosFrameworkError
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,11 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                             default=None,
                             help="Mesos failover timeout of plastic's framework, in seconds (default: none, "
                                  "the framework is torn down at shutdown)")
+        parser.add_argument("--plasticCredential", dest="plastic_credential", default=_env(CREDENTIAL_ENV),
+                            help="a file holding the framework's credential for a master that authenticates "
+                                 "frameworks: JSON {\"principal\": ..., \"secret\": ...} or one line "
+                                 "PRINCIPAL SECRET (default: $PLASTIC_MESOS_CREDENTIAL; the secret is never "
+                                 "taken on the command line)")
         parser.add_argument("--plasticRedis", dest="plastic_redis", default=None,  # $PLASTIC_REDIS_URL when used:
                             # not kept in Toil's config (pickled into the job store) with its password
                             help="Redis URL where plastic records the run's events, tasks and agents "
@@ -229,6 +235,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
     def setOptions(cls, setOption: Any) -> None:
         setOption("plastic_master")
         setOption("plastic_failover_timeout")
+        setOption("plastic_credential")
         setOption("plastic_redis")
         setOption("plastic_run")
         setOption("plastic_policy")
@@ -247,6 +254,11 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             raise InconsistentConfigurationError(
                 "the plastic batch system needs --plasticMaster URL (or $PLASTIC_MASTER)")
         failover = getattr(config, "plastic_failover_timeout", None)
+        credential_path = getattr(config, "plastic_credential", None) or _env(CREDENTIAL_ENV)
+        try:
+            credential = read_credential(credential_path) if credential_path else None
+        except InputError as exc:
+            raise InconsistentConfigurationError(f"--plasticCredential {exc}") from None
         self.policy = self._load_policy(config)
         book = self._book(config)
         self.run: RunHandle | None = self._open_run(config)
@@ -289,7 +301,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                                        record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
                                        record_flush_s=RECORD_FLUSH_S, book=book,
                                        framework_id=framework_id if failover else None,
-                                       job_store=self._job_store_answer, runtime_history=history)
+                                       job_store=self._job_store_answer, runtime_history=history,
+                                       credential=credential)
             framework_removed = False
             try:
                 self.framework.start()

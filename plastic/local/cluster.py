@@ -38,6 +38,7 @@ from plastic.local.nodes import (
 )
 from plastic.local.state import MasterState
 from plastic.local.streams import Stream, frame
+from plastic.mesos.credential import Credential
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class Options:
     refuse_spot: tuple[str, ...] = ()  # instance types ("*": all) whose spot creations are refused (a shortage)
     launcher_threads: int = 0  # >0: fork/exec on a pool of threads (costs more CPU on 2 cores; see agent.py)
     workdir: Path | None = None  # None: the per-user default, keyed by the port actually bound
+    credentials: tuple[Credential, ...] = ()  # non-empty: frameworks must authenticate (HTTP basic)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -26,6 +26,7 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import calls, views
 from plastic.local import protocol as P
 from plastic.local.streams import Stream, frame
+from plastic.mesos.credential import REALM, authenticated_principal
 
 RunningCluster = Any  # plastic.local.cluster.RunningCluster (not imported: the cluster imports this module)
 
@@ -83,15 +84,30 @@ def _cluster(request: web.Request) -> RunningCluster:
 
 
 # ==================================================================== scheduler API
+def _unauthorized() -> web.Response:
+    return _error(401, "401 Unauthorized.", headers={"WWW-Authenticate": f'Basic realm="{REALM}"'})
+
+
 async def scheduler(request: web.Request) -> web.StreamResponse:
+    cluster = _cluster(request)
+    principal = None
+    if cluster.options.credentials:  # as Mesos' --authenticate_http_frameworks: checked before anything else
+        principal = authenticated_principal(request.headers.get("Authorization"), cluster.options.credentials)
+        if principal is None:
+            return _unauthorized()
     if request.method != "POST":
         return _method_not_allowed(request)
-    cluster = _cluster(request)
     state = cluster.state
     assert state is not None
     try:
         call = calls.validate_call(await _read_call(request))
         stream_header = request.headers.get("Mesos-Stream-Id")
+        if call["type"] == "SUBSCRIBE" and principal is not None:
+            info = call["subscribe"]["framework_info"]
+            if info.get("principal") not in (None, principal):
+                raise P.CallError(400, f"Failed to validate scheduler::Call: Authenticated principal '{principal}' "
+                                       f"does not match principal '{info['principal']}' set in `FrameworkInfo`")
+            info["principal"] = principal
         if call["type"] == "SUBSCRIBE":
             if not calls.accepts_json(request.headers.getall("Accept", [])):
                 raise P.CallError(406, "Expecting 'Accept' to allow 'application/x-protobuf' or 'application/json'")

@@ -129,7 +129,7 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
                seed: int | None, update_retry: float, kill_grace: float, parent_pid: int | None,
                replace_after: float | None = None, remove_workdir: bool = False, verbose: int = 0,
                lease_file: str | None = None, lease_s: float | None = None, boot: float = 0.0,
-               refuse_spot: str = "") -> list[str]:
+               refuse_spot: str = "", credentials: str | None = None) -> list[str]:
     """The command line of a serving child process."""
     args = [sys.executable, "-m", "plastic.local"]
     args += ["-v"] * verbose
@@ -156,6 +156,8 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
         args += ["--boot-seconds", repr(boot)]
     if refuse_spot:
         args += ["--refuse-spot", refuse_spot]
+    if credentials:  # a path: the secrets stay in the file
+        args += ["--credentials", credentials]
     return args
 
 

@@ -96,7 +96,8 @@ class LocalCluster:
                  replace_after_s: float | None = None,
                  workdir: str | os.PathLike[str] | None = None, start_timeout: float = 30.0,
                  verbose: int = 0, lease_file: str | os.PathLike[str] | None = None,
-                 lease_s: float | None = None, boot_s: float = 0.0, refuse_spot: str = ""):
+                 lease_s: float | None = None, boot_s: float = 0.0, refuse_spot: str = "",
+                 credentials_file: str | os.PathLike[str] | None = None):
         self.spec: ClusterSpec = coerce_spec(spec_or_yaml)
         self.heartbeat_s = heartbeat_s
         self.agent_ping_timeout_s = agent_ping_timeout_s
@@ -113,6 +114,7 @@ class LocalCluster:
         self.lease_s = lease_s if lease_file is not None else None
         self.boot_s = boot_s
         self.refuse_spot = refuse_spot
+        self.credentials_file = None if credentials_file is None else str(Path(credentials_file).resolve())
         self.master_url: str = ""
         self.port: int = 0
         self.pid: int | None = None
@@ -221,7 +223,8 @@ class LocalCluster:
                               parent_pid=None if self.lease_file is not None else os.getpid(),
                               remove_workdir=self._tmp is not None, verbose=self.verbose,
                               lease_file=None if self.lease_file is None else str(self.lease_file),
-                              lease_s=self.lease_s, boot=self.boot_s, refuse_spot=self.refuse_spot)
+                              lease_s=self.lease_s, boot=self.boot_s, refuse_spot=self.refuse_spot,
+                              credentials=self.credentials_file)
         deadline = time.monotonic() + self.start_timeout
         while True:
             try:

@@ -59,6 +59,7 @@ from plastic.core.report import (
 from plastic.core.run_end import run_end
 from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.fileio import write_atomically
+from plastic.mesos.credential import check_credential, read_credential
 from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.ec2 import Ec2Settings
 from plastic.run.events import EventFollower
@@ -108,6 +109,7 @@ class RunRequest:
     boot_s: float = 0.0  # local cluster: how long a new agent takes to boot
     refuse_spot: str = ""  # local cluster: spot types it refuses to create (an emulated shortage; * = all)
     ec2: Ec2Settings | None = None  # --provider ec2: nodes are EC2 instances joining --master
+    mesos_credential: Path | None = None  # --master authenticates frameworks: the credential's file
 
     @property
     def elastic(self) -> bool:
@@ -291,7 +293,9 @@ def execute(request: RunRequest, display: Display | None = None,
     write_atomically(run_dir / RUN_FILE, json.dumps({
         "run_id": run_id, "workflow": str(request.workflow.resolve()),
         "job": None if request.job is None else str(request.job.resolve()), "outdir": str(request.outdir.resolve()),
-        "master": request.master,  # the Redis URL without its password: a resume asks for it again
+        "master": request.master,
+        "mesos_credential": None if request.mesos_credential is None else str(request.mesos_credential),
+        # the Redis URL without its password: a resume asks for it again
         "redis_url": redact(request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None),
         "report_path": None if request.report_path is None else str(request.report_path.resolve()),
         "catalog_path": request.catalog_path, "max_agents": request.max_agents,
@@ -399,6 +403,8 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
     try:
         request.outdir.mkdir(parents=True, exist_ok=True)
         extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}", *request.elastic_args(run_dir, master)]
+        if request.mesos_credential is not None:  # the file's path: the secret stays in it
+            extra += ["--plasticCredential", str(request.mesos_credential)]
         if restart:
             extra.append("--restart")
             if adopt_s is not None:
@@ -514,7 +520,11 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                          toil_args=tuple(saved.get("toil_args") or ()), static=bool(saved.get("static", True)),
                          max_nodes=saved.get("max_nodes"), idle_s=float(saved.get("idle_s") or 60.0),
                          budget_usd_per_hour=saved.get("budget_usd_per_hour"), budget_usd=saved.get("budget_usd"),
-                         boot_s=float(saved.get("boot_s") or 0.0), refuse_spot=str(saved.get("refuse_spot") or ""))
+                         boot_s=float(saved.get("boot_s") or 0.0), refuse_spot=str(saved.get("refuse_spot") or ""),
+                         mesos_credential=Path(saved["mesos_credential"]) if saved.get("mesos_credential") else None)
+    if request.master and request.mesos_credential is not None:
+        check_credential(request.master, read_credential(request.mesos_credential),
+                         source=str(request.mesos_credential))
     cleanups: list[Callable[[], None]] = []
     try:
         store, url = _open_store(request.redis_url, run_dir, cleanups)
