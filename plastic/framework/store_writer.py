@@ -57,6 +57,7 @@ class StoreWriter:
         self._closing = threading.Event()
         self._deadline: float | None = None
         self._outage_since: float | None = None
+        self._waited = 0  # writes waiting when the last outage was seen
         self._outage_logged_at = 0.0
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -175,6 +176,7 @@ class StoreWriter:
         now = time.monotonic()
         if self._outage_since is None:
             self._outage_since = now
+        self._waited = waiting + self.queue.qsize()
         if now - self._outage_logged_at >= OUTAGE_LOG_EVERY_S:
             self._outage_logged_at = now
             log.warning("Redis unreachable for %.0f s (%s); %d writes wait and are retried",
@@ -182,7 +184,9 @@ class StoreWriter:
 
     def _recovered(self) -> None:
         if self._outage_since is not None:
-            log.warning("Redis reachable again after %.1f s", time.monotonic() - self._outage_since)
+            log.warning("Redis reachable again after %.1f s; the %d writes that waited are sent in order, "
+                        "state changes compare-and-set (one applied already is refused, not applied twice)",
+                        time.monotonic() - self._outage_since, self._waited)
             self._outage_since = None
             self._outage_logged_at = 0.0
 

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from plastic.core.report import RunEvent
 from plastic.store import Store
@@ -21,18 +27,50 @@ def decode_value(text: str) -> Any:
     return text
 
 
-class EventFollower:
-    """Reads a run's stream from the start, a batch at a time (`poll`), remembering where it stopped."""
+log = logging.getLogger(__name__)
 
-    def __init__(self, store: Store, run_id: str):
+OUTAGE = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+class EventFollower:
+    """Reads a run's stream from the start, a batch at a time (`poll`), remembering where it stopped.
+
+    Redis unreachable is not the run's end: `poll` returns what it has (nothing more), waits a little
+    and tries again at the next poll, from where it stopped, so no event is missed or read twice.
+    Each outage is logged when it starts and when it ends; `outages` and `down_s` count them."""
+
+    def __init__(self, store: Store, run_id: str, *, clock: Callable[[], float] = time.monotonic):
         self.store = store
         self.run_id = run_id
         self.last_id = "0-0"
+        self.clock = clock
+        self.down_since: float | None = None
+        self.outages = 0
+        self.down_s = 0.0  # in total
+
+    @property
+    def reachable(self) -> bool:
+        return self.down_since is None
 
     def poll(self, *, block_ms: int | None = None, count: int = 5000) -> list[RunEvent]:
         out: list[RunEvent] = []
         while True:
-            batch = self.store.read_events(self.run_id, self.last_id, count=count, block_ms=block_ms)
+            try:
+                batch = self.store.read_events(self.run_id, self.last_id, count=count, block_ms=block_ms)
+            except OUTAGE as error:
+                if self.down_since is None:
+                    self.down_since = self.clock()
+                    self.outages += 1
+                    log.warning("run %s: Redis unreachable (%s); the run goes on, its progress shows again "
+                                "when Redis is back", self.run_id, error)
+                time.sleep(min((block_ms or 0) / 1000.0, 1.0) or 0.2)
+                return out
+            if self.down_since is not None:
+                away_s = self.clock() - self.down_since
+                self.down_s += away_s
+                self.down_since = None
+                log.warning("run %s: Redis is back after %.1f s; the run's events are read on from where they "
+                            "stopped", self.run_id, away_s)
             if not batch:
                 return out
             self.last_id = batch[-1].id
@@ -40,3 +78,18 @@ class EventFollower:
             if len(batch) < count:
                 return out
             block_ms = None
+
+    def drain(self, *, wait_s: float) -> list[RunEvent]:
+        """Every event left in the stream; when Redis is away, wait up to ``wait_s`` for it."""
+        deadline = self.clock() + wait_s
+        out = self.poll()
+        while not self.reachable and self.clock() < deadline:
+            out += self.poll(block_ms=1000)
+        return out
+
+    def note(self) -> str | None:
+        """A line for the report when Redis was away during the run."""
+        if not self.outages:
+            return None
+        return (f"Redis was unreachable {self.outages} time(s), {self.down_s:.1f} s in all; the run went on and "
+                f"the manager's writes waited for it (the leader's log says how many)")

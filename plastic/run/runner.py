@@ -63,6 +63,8 @@ from plastic.mesos.credential import check_credential, read_credential
 from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.ec2 import Ec2Settings
 from plastic.run.events import EventFollower
+from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
+from plastic.run.run_redis import RunRedis
 from plastic.run.toil_command import build_invocation
 from plastic.run.watchers import SpotWatchers
 from plastic.store.urls import is_redacted, redact
@@ -307,7 +309,9 @@ def execute(request: RunRequest, display: Display | None = None,
     notes: list[str] = []
     cleanups: list[Callable[[], None]] = []
     try:
-        store, redis_url = _open_store(request.redis_url or os.environ.get("PLASTIC_REDIS_URL"), run_dir, cleanups)
+        redis = RunRedis.open(request.redis_url or os.environ.get("PLASTIC_REDIS_URL"), run_dir)
+        cleanups.append(redis.close)
+        store, redis_url = redis.store, redis.url
         fields = {"workflow": str(request.workflow.resolve()),
                   "job": "" if request.job is None else str(request.job.resolve()),
                   "run_dir": str(run_dir), "outdir": str(request.outdir.resolve()),
@@ -320,26 +324,10 @@ def execute(request: RunRequest, display: Display | None = None,
         store.transition_run(run_id, RunState.PLANNING, expected=RunState.SUBMITTED, fields=fields)
         master, local_agents, lease = _cluster(request, plan, run_dir, redis_url, notes, display, cleanups)
         store.transition_run(run_id, RunState.RUNNING, fields={"master": master})
-        return _run_toil(request, plan, lowered, run_dir, run_id, store, master, redis_url, local_agents, lease,
+        return _run_toil(request, plan, lowered, run_dir, run_id, redis, master, local_agents, lease,
                          notes, display, on_started, restart=False)
     finally:
         _stop_all(cleanups)
-
-
-def _open_store(redis_url: str | None, run_dir: Path, cleanups: list[Callable[[], None]]) -> tuple[Any, str]:
-    """The run's Store and its Redis URL: the Redis at ``redis_url``, else the run's embedded server
-    (run_dir/redis, with its AOF), started here; what to close goes into ``cleanups``."""
-    from plastic.store import Store, connect, start_embedded
-
-    if redis_url:
-        client, close = connect(redis_url, None)
-        cleanups.append(close)
-        return Store(client), redis_url
-    server = start_embedded(run_dir / "redis")
-    cleanups.append(server.stop)
-    client = server.client()
-    cleanups.append(client.close)
-    return Store(client), server.url
 
 
 def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str], display: Display,
@@ -392,11 +380,12 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
     return master, local_agents, cluster
 
 
-def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_id: str, store: Any, master: str,
-              redis_url: str, local_agents: list[Any], lease: Any, notes: list[str], display: Display,
+def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_id: str, redis: RunRedis, master: str,
+              local_agents: list[Any], lease: Any, notes: list[str], display: Display,
               on_started: Callable[[str, Path], None] | None, *, restart: bool,
               adopt_s: float | None = None, started_at: float | None = None) -> RunResult:
     """Toil's leader (fresh, or --restart on the run's job store) until it ends; outputs, report, run state."""
+    store, redis_url = redis.store, redis.url
     for text in notes:
         display.note(text)
     cleanups: list[Callable[[], None]] = []
@@ -441,6 +430,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
                 reader.start()
                 while proc.poll() is None:
+                    redis.keep_alive()
                     if lease is not None:
                         lease.touch_lease()
                         follow_new_agents(lease)
@@ -454,11 +444,15 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 stop_process(proc, STOP_GRACE_S)
                 out_chunks = []
             finally:
-                for ev in follower.poll():
+                for ev in follower.drain(wait_s=REDIS_WAIT_S if redis.server is None else 10.0):
                     events.append(ev)
                     progress.apply(ev)
                 display.update(progress)
                 display.stop()
+        if follower.note():
+            notes.append(str(follower.note()))
+        if redis.restarts:
+            notes.append(f"the run's embedded Redis died and was started again {redis.restarts} time(s)")
         ended = time.time()
         rc = proc.returncode
         outputs = None
@@ -478,8 +472,8 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         write_atomically(run_dir / "report.json", text)
         if request.report_path is not None:
             write_atomically(request.report_path, text)
-        store.transition_run(run_id, end.state, fields={"exit_code": rc, "makespan_s": report.makespan_s,
-                                                         "cost_usd": report.cost_usd})
+        redis.when_answering(lambda: store.transition_run(run_id, end.state, fields={
+            "exit_code": rc, "makespan_s": report.makespan_s, "cost_usd": report.cost_usd}), run_id)
         return RunResult(run_id, run_dir, end.exit_code, outputs, report, notes)
     finally:
         _stop_all(cleanups)
@@ -527,7 +521,9 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                          source=str(request.mesos_credential))
     cleanups: list[Callable[[], None]] = []
     try:
-        store, url = _open_store(request.redis_url, run_dir, cleanups)
+        redis = RunRedis.open(request.redis_url, run_dir)
+        cleanups.append(redis.close)
+        store, url = redis.store, redis.url
         record = store.get_run(run_id)
         if record is None:
             raise InputError(f"run {run_id} is not in Redis at {redact(url)}", source=str(run_dir))
@@ -548,7 +544,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         if start.wipe:
             shutil.rmtree(job_store)
         display.note(f"resuming run {run_id}: {start.note}")
-        return _run_toil(request, plan, lowered, run_dir, run_id, store, master, url, local_agents, lease,
+        return _run_toil(request, plan, lowered, run_dir, run_id, redis, master, local_agents, lease,
                          notes, display, on_started, restart=start.restart, adopt_s=adopt_s,
                          started_at=saved.get("started_at"))
     finally:
