@@ -4,6 +4,7 @@
     lower.py    plastic lower                          service.py  plastic serve, submit, status, logs
     local.py    plastic local ...                      watch.py    plastic agent-watch
     aws.py      plastic sqs-watch, sqs-setup           errors.py   one line and a non-zero exit per error
+    report.py   plastic report (the run's picture)
     group.py    the `plastic` group with every command registered
 
 Every command is a thin shell: heavy libraries load inside the commands that need them, so

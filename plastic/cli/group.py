@@ -13,6 +13,7 @@ from plastic.cli.imds import imds_group, spot_run
 from plastic.cli.local import local_group
 from plastic.cli.lower import lower
 from plastic.cli.plan import inspect, plan
+from plastic.cli.report import report
 from plastic.cli.run import run
 from plastic.cli.service import logs, serve, status, submit
 from plastic.cli.watch import agent_watch
@@ -27,6 +28,6 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
-for _command in (plan, inspect, local_group, run, lower, serve, submit, status, logs, agent_watch, sqs_watch,
+for _command in (plan, inspect, local_group, run, lower, serve, submit, status, logs, report, agent_watch, sqs_watch,
                  sqs_setup, imds_group, spot_run, cloud_group):
     cli.add_command(_command)

@@ -146,6 +146,8 @@ def status(run_id: str | None, redis_url: str | None, fmt: str) -> None:
             if run.fields.get(key):
                 console.print(f"  {key}: {run.fields[key]}", highlight=False)
         console.print("  tasks: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none yet"))
+        if run.fields.get("run_dir"):
+            console.print(f"  picture: plastic report {run.id} --html report.html", highlight=False)
     finally:
         conn.close()
 

@@ -165,7 +165,6 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
                  notes: Sequence[str] = ()) -> RunReport:
     """Count what the events say and price the agents' time (see the module docstring)."""
     by_agent = {a.agent_id: a for a in agents}
-    lost_at: dict[str, float] = {}
     issued: set[str] = set()
     finished: set[str] = set()
     failed: set[str] = set()
@@ -178,21 +177,12 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
             if ev.kind == "issued" and ev.fields.get("job_id") is not None and ev.fields.get("job_store_id")}
     adopted: set[str] = set()
     orphans_killed: set[str] = set()
-    created_at: dict[str, float] = {}
-    released: set[str] = set()
     timeline: list[dict[str, Any]] = []
     for ev in events:
         f = ev.fields
         kind = ev.kind
         if kind in NODE_KINDS:
             timeline.append(_node_event(ev))
-            if kind == "node_created":
-                for node_id in list_field(f.get("node_ids")):
-                    created_at.setdefault(node_id, ev.at)
-            elif kind in ("node_released", "node_interrupted"):
-                lost_at.setdefault(str(f.get("node_id")), ev.at)
-                if kind == "node_released":
-                    released.add(str(f.get("node_id")))
         elif kind == "issued":
             job = _job(f, same)
             if job is not None:
@@ -221,9 +211,6 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
             counts["escalations"] += 1
         elif kind == "unplaceable":
             counts["unplaceable"] += 1
-        elif kind == "agent_lost":
-            agent_id = str(f.get("agent_id"))
-            lost_at.setdefault(agent_id, ev.at)
         elif kind == "orphan_adopted":
             adopted.add(str(f.get("task")))
         elif kind == "orphan_kill":
@@ -249,21 +236,19 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
                 failed.add(job)
     clusters: dict[str, dict[str, Any]] = {}
     alive: dict[str, list[tuple[float, int]]] = {}
-    for a in agents:
-        seen = created_at.get(a.agent_id, a.seen_at)  # an elastic node is paid for from its creation
-        start = max(started_at, seen) if seen is not None else started_at
-        end = min(ended_at, lost_at.get(a.agent_id, ended_at))
-        hours = max(end - start, 0.0) / SECONDS_PER_HOUR
+    for w in agent_windows(agents, events, started_at, ended_at):
+        a = w.agent
         c = clusters.setdefault(a.cluster, {"preemptible": a.preemptible, "instance_type": a.instance_type,
                                             "agents": 0, "lost": 0, "hours": 0.0, "usd": 0.0, "od": 0.0,
                                             "released": 0})
-        alive.setdefault(a.cluster, []).extend(((start, 1), (max(end, start), -1)))
+        alive.setdefault(a.cluster, []).extend(((w.start_at, 1), (w.end_at, -1)))
+        usd, od = w.cost_until(w.end_at)
         c["agents"] += 1
-        c["released"] += a.agent_id in released
-        c["lost"] += a.agent_id in lost_at and a.agent_id not in released
-        c["hours"] += hours
-        c["usd"] += hours * a.usd_per_hour
-        c["od"] += hours * a.on_demand_usd_per_hour
+        c["released"] += w.released
+        c["lost"] += w.lost
+        c["hours"] += w.hours
+        c["usd"] += usd
+        c["od"] += od
         if c["instance_type"] != a.instance_type:
             c["instance_type"] = None  # mixed types in one cluster
     figures = tuple(ClusterFigures(name, c["preemptible"], c["instance_type"], c["agents"], c["lost"],
@@ -277,6 +262,52 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
         clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
         on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes),
         orphans_adopted=len(adopted), orphans_killed=len(orphans_killed - adopted), node_timeline=tuple(timeline))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentWindow:
+    """The time an agent is paid for in the run (see the module docstring), and how it ended."""
+
+    agent: AgentSpan
+    start_at: float
+    end_at: float  # never before start_at
+    released: bool = False  # released by the elastic controller
+    lost: bool = False  # lost (or interrupted) before the run ended, not released
+
+    @property
+    def hours(self) -> float:
+        return (self.end_at - self.start_at) / SECONDS_PER_HOUR
+
+    def cost_until(self, at: float) -> tuple[float, float]:
+        """(USD, USD all on-demand) of this agent from its start to ``at`` (its end at the latest)."""
+        hours = max(min(at, self.end_at) - self.start_at, 0.0) / SECONDS_PER_HOUR
+        return hours * self.agent.usd_per_hour, hours * self.agent.on_demand_usd_per_hour
+
+
+def agent_windows(agents: Sequence[AgentSpan], events: Sequence[RunEvent], started_at: float,
+                  ended_at: float) -> list[AgentWindow]:
+    """Each agent's paid-for time: from the later of the run start and its creation (an elastic node)
+    or first sighting, to the earlier of the run end and the first time it was lost or released."""
+    created_at: dict[str, float] = {}
+    lost_at: dict[str, float] = {}
+    released: set[str] = set()
+    for ev in events:
+        if ev.kind == "node_created":
+            for node_id in list_field(ev.fields.get("node_ids")):
+                created_at.setdefault(node_id, ev.at)
+        elif ev.kind in ("node_released", "node_interrupted", "agent_lost"):
+            node_id = str(ev.fields.get("node_id" if ev.kind != "agent_lost" else "agent_id"))
+            lost_at.setdefault(node_id, ev.at)
+            if ev.kind == "node_released":
+                released.add(node_id)
+    out = []
+    for a in agents:
+        seen = created_at.get(a.agent_id, a.seen_at)  # an elastic node is paid for from its creation
+        start = max(started_at, seen) if seen is not None else started_at
+        end = min(ended_at, lost_at.get(a.agent_id, ended_at))
+        out.append(AgentWindow(a, start, max(end, start), a.agent_id in released,
+                               a.agent_id in lost_at and a.agent_id not in released))
+    return out
 
 
 NODE_KINDS = frozenset({"node_requested", "node_created", "node_ready", "node_cordoned", "node_released",

@@ -1,0 +1,78 @@
+"""`plastic report RUN [--html FILE]`: a finished (or running) run's report, or its picture as a web page."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from plastic.cli.service import _redis_option
+
+
+def _run_dir(run: str, redis_url: str | None) -> Path:
+    """RUN as a run directory, or as a run id known to the service's Redis (its ``run_dir`` field)."""
+    from plastic.core.errors import InputError
+
+    path = Path(run)
+    if path.is_dir():
+        return path
+    if os.sep in run or run.startswith(".") or path.exists():
+        raise InputError("no such run directory", source=run)
+    from plastic.store.keys import check_run_id
+
+    try:
+        check_run_id(run)
+    except ValueError:
+        raise InputError("neither a run directory nor a run id", source=run) from None
+    from plastic.cli.service import _existing_run, _store
+
+    store, conn = _store(redis_url)
+    try:
+        record = _existing_run(store, run)
+    finally:
+        conn.close()
+    run_dir = record.fields.get("run_dir")
+    if not run_dir:
+        raise InputError(f"run {run} has no run directory yet ({record.state})", source=run)
+    return Path(run_dir)
+
+
+@click.command("report")
+@click.argument("run")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the run's picture here: one self-contained HTML page (timeline of every attempt per "
+                   "agent, cost over time against all on-demand, the plan beside what ran).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="Without --html: the report as a table, or as JSON (plastic.report/v1).")
+@_redis_option
+def report(run: str, html_path: Path | None, fmt: str, redis_url: str | None) -> None:
+    """The report of RUN: a run directory (plastic run --run-dir), or the id of a run of `plastic serve`."""
+    from plastic.core.errors import InputError
+    from plastic.fileio import write_atomically
+    from plastic.run.picture import load_picture
+
+    if html_path is not None and not (html_path.parent if str(html_path.parent) else Path(".")).is_dir():
+        raise InputError("directory does not exist", source=str(html_path), field="--html")
+    picture = load_picture(_run_dir(run, redis_url))
+    if html_path is not None:
+        from plastic.report_html import render_html
+
+        write_atomically(str(html_path), render_html(picture))
+        click.echo(f"plastic: wrote {html_path}: {len(picture.attempts)} attempt(s) on {len(picture.lanes)} "
+                   f"agent(s)", err=True)
+        return
+    if fmt == "json":
+        click.echo(json.dumps(picture.report.to_json(), indent=2))
+        return
+    from rich.console import Console
+
+    from plastic.run.view import report_table
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    console.print(report_table(picture.report))
+    if picture.running:
+        console.print("(the run has not ended: this is where it stands)")

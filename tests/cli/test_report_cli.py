@@ -1,0 +1,152 @@
+"""`plastic report RUN [--html FILE]` on a hand-made run directory, as a user types it: the page, the
+report as JSON, a run id looked up in Redis, `plastic status` pointing to the picture, and bad input
+(one line, exit 2, no file written)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from plastic.core.model import Market, Resources
+from plastic.core.plan import Plan, PlannedNode, plan_to_json
+from plastic.core.report import AgentSpan, build_report
+from plastic.store import Store
+from tests.clirun import assert_one_line_error, plastic
+from tests.core.test_run_picture import preempted_story
+
+CORE = AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085)
+SPOT = AgentSpan("spot-1", "burst", True, "m5.large", 0.0326, 0.096)
+
+
+def make_run_dir(path: Path, *, report: bool = True) -> Path:
+    """A run directory as `plastic run` leaves it, from the hand-made story of tests.core.test_run_picture."""
+    path.mkdir(parents=True)
+    plan = Plan(tasks=(), nodes=(
+        PlannedNode("core-1", "core", "c5.large", Market.ON_DEMAND, 0.085, Resources(2, 4096), (), 0.085),
+        PlannedNode("burst-1", "burst", "m5.large", Market.SPOT, 0.0326, Resources(2, 8192), (), 0.096)),
+        usd_per_hour=0.1176, on_demand_usd_per_hour=0.181, lower_bound_usd_per_hour=0.1, mode="waves")
+    (path / "plan.json").write_text(json.dumps(plan_to_json(plan)))
+    events = preempted_story()
+    start = 1_700_000_000.0
+    lines = [json.dumps({"t": start + e.at, "kind": e.kind, **e.fields}) for e in events]
+    lines.insert(3, json.dumps({"t": start + 1, "kind": "event", "now": 1.0, "event": {"type": "Tick"}}))
+    (path / "decisions.jsonl").write_text("\n".join(lines) + "\n")
+    (path / "run.json").write_text(json.dumps({"run_id": "r-hand", "workflow": "wf.cwl", "master": None,
+                                               "started_at": start, "catalog_path": None}))
+    if report:
+        shifted = [type(e)(e.kind, start + e.at, e.fields) for e in events]
+        rep = build_report(run_id="r-hand", workflow="wf.cwl", outcome="succeeded", started_at=start,
+                           ended_at=start + 100, agents=[CORE, SPOT], events=shifted)
+        (path / "report.json").write_text(json.dumps(rep.to_json()))
+    return path
+
+
+def bars(html: str) -> list[str]:
+    return re.findall(r'<rect class="attempt" data-task="([^"]*)"', html)
+
+
+def test_html_page_of_a_run_directory(tmp_path):
+    run_dir = make_run_dir(tmp_path / "run")
+    out = tmp_path / "page.html"
+    res = plastic("report", run_dir, "--html", out)
+    assert res.returncode == 0, res.stderr
+    assert "3 attempt(s) on 2 agent(s)" in res.stderr
+    html = out.read_text()
+    assert sorted(bars(html)) == ["1.1", "1.2", "2.1"]
+    assert "r-hand" in html and "https://" not in html
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".page.html")]  # no temporary file left
+
+
+def test_json_report_prices_the_agents_as_the_run_did(tmp_path):
+    run_dir = make_run_dir(tmp_path / "run")
+    res = plastic("report", run_dir, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    got, saved = json.loads(res.stdout), json.loads((run_dir / "report.json").read_text())
+    assert got["schema"] == "plastic.report/v1"
+    for key in ("attempts", "preemptions", "tasks", "tasks_finished", "makespan_s"):
+        assert got[key] == saved[key], key
+    assert got["cost_usd"] == pytest.approx(saved["cost_usd"])
+    assert got["on_demand_cost_usd"] == pytest.approx(saved["on_demand_cost_usd"])
+
+
+def test_table_of_a_run_still_going(tmp_path):
+    run_dir = make_run_dir(tmp_path / "run", report=False)
+    with open(run_dir / "decisions.jsonl", "a") as fh:
+        fh.write('{"t": 1700000060.0, "kind": "pla')  # a line still being written
+    res = plastic("report", run_dir)
+    assert res.returncode == 0, res.stderr
+    assert "plastic run r-hand: running" in res.stdout and "attempts 3" in res.stdout
+    assert "has not ended" in res.stdout
+
+
+def test_missing_run_directory(tmp_path):
+    out = tmp_path / "page.html"
+    res = plastic("report", tmp_path / "nope", "--html", out)
+    assert_one_line_error(res, str(tmp_path / "nope"), "no such run directory")
+    assert not out.exists()
+
+
+def test_a_directory_that_is_not_a_run(tmp_path):
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "page.html"
+    res = plastic("report", tmp_path / "empty", "--html", out)
+    assert_one_line_error(res, str(tmp_path / "empty"), "no decisions.jsonl")
+    assert not out.exists()
+    run_dir = make_run_dir(tmp_path / "noplan")
+    (run_dir / "plan.json").unlink()
+    assert_one_line_error(plastic("report", run_dir, "--html", out), "no plan.json")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("bad_line", "needle"), [
+    ('{"t": 5, "kind": "placed", ', "not JSON"),
+    ('[1, 2]', "not a decision record"),
+    ('{"kind": "placed"}', "not a decision record"),
+])
+def test_a_corrupt_decisions_line_is_named(tmp_path, bad_line, needle):
+    run_dir = make_run_dir(tmp_path / "run")
+    lines = (run_dir / "decisions.jsonl").read_text().splitlines()
+    lines.insert(4, bad_line)
+    (run_dir / "decisions.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "page.html"
+    res = plastic("report", run_dir, "--html", out)
+    assert_one_line_error(res, str(run_dir / "decisions.jsonl"), "line 5", needle)
+    assert not out.exists()
+
+
+def test_a_corrupt_plan_or_report_is_named(tmp_path):
+    run_dir = make_run_dir(tmp_path / "run")
+    (run_dir / "report.json").write_text("{not json")
+    assert_one_line_error(plastic("report", run_dir), str(run_dir / "report.json"), "not JSON")
+    (run_dir / "report.json").unlink()
+    (run_dir / "plan.json").write_text('{"schema": "something else"}')
+    assert_one_line_error(plastic("report", run_dir), str(run_dir / "plan.json"))
+
+
+def test_an_output_in_a_missing_directory(tmp_path):
+    run_dir = make_run_dir(tmp_path / "run")
+    out = tmp_path / "no-such-dir" / "page.html"
+    res = plastic("report", run_dir, "--html", out)
+    assert_one_line_error(res, str(out), "--html", "directory does not exist")
+    assert not out.parent.exists()
+
+
+def test_a_run_id_known_to_redis_and_status_pointing_to_the_picture(tmp_path, redis_server, client):
+    run_dir = make_run_dir(tmp_path / "run")
+    store = Store(client)
+    run_id = store.create_run(fields={"workflow": "wf.cwl", "run_dir": str(run_dir)})
+    status = plastic("status", run_id, "--redis", redis_server.url)
+    assert status.returncode == 0, status.stderr
+    assert f"picture: plastic report {run_id} --html report.html" in status.stdout
+    out = tmp_path / "page.html"
+    res = plastic("report", run_id, "--redis", redis_server.url, "--html", out)
+    assert res.returncode == 0, res.stderr
+    assert sorted(bars(out.read_text())) == ["1.1", "1.2", "2.1"]
+    unknown = plastic("report", "r-no-such-run", "--redis", redis_server.url, "--html", out)
+    assert_one_line_error(unknown, "no run 'r-no-such-run'")
+    queued = store.create_run(fields={"workflow": "wf.cwl"})
+    assert "picture:" not in plastic("status", queued, "--redis", redis_server.url).stdout
+    assert_one_line_error(plastic("report", queued, "--redis", redis_server.url), "has no run directory")
