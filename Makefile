@@ -30,8 +30,8 @@ demo: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/plastic run $(DEMO_WF) $(DEMO_JOB) --outdir .plastic/demo-out \
 	  --report .plastic/demo-report.json
 
-# Best effort, for CI on a fresh Debian machine: a ZooKeeper server for the zk:// tests (they skip
-# without one). Set PLASTIC_NO_APT=1 to leave the system alone.
+# Best effort, for CI on a fresh Debian machine: a ZooKeeper server for the zk:// tests and Chromium for
+# the HTML report's browser test (they skip without them). Set PLASTIC_NO_APT=1 to leave the system alone.
 test-services:
 	@if [ -z "$$PLASTIC_NO_APT" ] && [ ! -e /usr/share/java/zookeeper.jar ] && [ "$$(id -u)" = 0 ] \
 	    && command -v apt-get >/dev/null 2>&1; then \
@@ -39,6 +39,13 @@ test-services:
 	  { timeout 300 apt-get install -y -q zookeeper >/dev/null 2>&1 || \
 	    { timeout 180 apt-get update -q >/dev/null 2>&1 && timeout 300 apt-get install -y -q zookeeper >/dev/null 2>&1; }; } \
 	    || echo "zookeeper not installed: the zk:// tests will be skipped"; \
+	fi
+	@if [ -z "$$PLASTIC_NO_APT" ] && ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+	    && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the report's browser test (best effort; PLASTIC_NO_APT=1 skips this)"; \
+	  { timeout 600 apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { timeout 180 apt-get update -q >/dev/null 2>&1 && timeout 600 apt-get install -y -q chromium >/dev/null 2>&1; }; } \
+	    || echo "chromium not installed: the report's browser test will be skipped"; \
 	fi
 
 test: $(STAMP_TEST) test-services
