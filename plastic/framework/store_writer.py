@@ -19,16 +19,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from plastic.store import Store
-from plastic.store.errors import translate
+from plastic.store.errors import is_unavailable, translate
 
 log = logging.getLogger(__name__)
 
-_OUTAGE = (RedisConnectionError, RedisTimeoutError, OSError)
 OUTAGE_LOG_EVERY_S = 30.0
 
 
@@ -146,7 +143,12 @@ class StoreWriter:
                 return
             try:
                 results = pipe.execute(raise_on_error=False)
-            except _OUTAGE as error:
+                unavailable = next((r for r in results if isinstance(r, Exception) and is_unavailable(r)), None)
+                if unavailable is not None:  # refused for now (MISCONF: Redis cannot write its AOF): retried
+                    raise unavailable
+            except Exception as error:
+                if not is_unavailable(error):
+                    raise
                 self._outage(error, len(batch))
                 if self._past_deadline():
                     self.dropped += len(spans)

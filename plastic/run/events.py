@@ -8,11 +8,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from plastic.core.report import RunEvent
 from plastic.store import Store
+from plastic.store.errors import is_unavailable
 
 _JSON_START = tuple('[{"-0123456789') + ("true", "false", "null")
 
@@ -29,7 +27,6 @@ def decode_value(text: str) -> Any:
 
 log = logging.getLogger(__name__)
 
-OUTAGE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 class EventFollower:
@@ -57,7 +54,9 @@ class EventFollower:
         while True:
             try:
                 batch = self.store.read_events(self.run_id, self.last_id, count=count, block_ms=block_ms)
-            except OUTAGE as error:
+            except Exception as error:
+                if not is_unavailable(error):
+                    raise
                 if self.down_since is None:
                     self.down_since = self.clock()
                     self.outages += 1

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.core.errors import RunFailedError
-from plastic.run.events import OUTAGE
+from plastic.store.errors import is_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,9 @@ class RunRedis:
         while True:
             try:
                 return write()
-            except OUTAGE as error:
+            except Exception as error:
+                if not is_unavailable(error):
+                    raise
                 if self.clock() >= deadline:
                     raise RunFailedError(f"run {run_id}: Redis still unreachable ({error}); the run's end is in "
                                          f"its directory (report.json) but not in Redis", run_id=run_id) from None

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.core.elastic import reliable_floor, starting_nodes
-from plastic.core.errors import InputError, PlanningError, RunFailedError
+from plastic.core.errors import InputError, PlanningError, PlasticError, RunFailedError
 from plastic.core.lifecycle import RunState
 from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan, plan_from_json
@@ -61,6 +61,7 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.fileio import write_atomically
 from plastic.mesos.credential import check_credential, read_credential
 from plastic.procs import die_with_parent, pid_alive, stop_process
+from plastic.run.disk import DiskWatch, OutOfSpaceError, write_unless_full
 from plastic.run.ec2 import Ec2Settings
 from plastic.run.events import EventFollower
 from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
@@ -147,6 +148,7 @@ class RunResult:
     outputs: dict[str, Any] | None
     report: RunReport
     notes: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why the run stopped and can be resumed (no disk space)
 
 
 class Display:
@@ -281,6 +283,9 @@ def execute(request: RunRequest, display: Display | None = None,
         raise InputError(str(exc), source="--run-id") from None
     run_dir = (request.run_dir or Path(".plastic") / "runs" / run_id).resolve()
     fresh = not run_dir.exists()
+    existing = next(p for p in (run_dir, *run_dir.parents) if p.exists())
+    if (space := DiskWatch(existing)).low(now=True):  # before anything is written
+        raise space.start_error(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     from plastic.core.plan import plan_to_json
 
@@ -414,6 +419,9 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         started = time.time() if started_at is None else started_at  # a resume reports the whole run
         progress = Progress({a.id: a.cluster for a in local_agents})
         follower = EventFollower(store, run_id)
+        disk = DiskWatch(run_dir)
+        if disk.low(now=True):
+            raise disk.error(run_id)
         events: list[Any] = []
         log_path = run_dir / "toil.log"
         with open(log_path, "ab") as toil_log:
@@ -422,7 +430,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                                     preexec_fn=die_with_parent(signal.SIGKILL))  # noqa: PLW1509
             cleanups.append(lambda: stop_process(proc, STOP_GRACE_S))
             display.start(progress, len(plan.tasks))
-            cancelled = False
+            cancelled = out_of_space = False
             try:
                 out_chunks: list[bytes] = []
                 import threading
@@ -430,6 +438,11 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
                 reader.start()
                 while proc.poll() is None:
+                    if disk.low():  # stop before the job store's writes fail
+                        out_of_space = True
+                        display.note(disk.message(run_id))
+                        stop_process(proc, STOP_GRACE_S)
+                        break
                     redis.keep_alive()
                     if lease is not None:
                         lease.touch_lease()
@@ -455,6 +468,9 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             notes.append(f"the run's embedded Redis died and was started again {redis.restarts} time(s)")
         ended = time.time()
         rc = proc.returncode
+        out_of_space = out_of_space or (rc != 0 and not cancelled and disk.low(now=True))
+        if out_of_space:
+            notes.append(disk.message(run_id))
         outputs = None
         if not cancelled and rc == 0:
             try:
@@ -462,19 +478,27 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             except ValueError:
                 outputs = None
             if outputs is not None:
-                write_atomically(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n")
-        end = run_end(rc, cancelled=cancelled)
+                write_unless_full(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n", notes)
+        end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
         report = build_report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
                               started_at=started, ended_at=ended,
                               agents=agent_spans(plan, request.catalog_path, local_agents, events),
                               events=events, notes=notes)
         text = json.dumps(report.to_json(), indent=2) + "\n"
-        write_atomically(run_dir / "report.json", text)
+        write_unless_full(run_dir / "report.json", text, notes)
         if request.report_path is not None:
             write_atomically(request.report_path, text)
-        redis.when_answering(lambda: store.transition_run(run_id, end.state, fields={
-            "exit_code": rc, "makespan_s": report.makespan_s, "cost_usd": report.cost_usd}), run_id)
-        return RunResult(run_id, run_dir, end.exit_code, outputs, report, notes)
+        if end.state is RunState.RUNNING:  # stopped for want of space: left RUNNING for --resume
+            try:  # informative only, and Redis may itself be unable to write on the full disk: one try
+                redis.when_answering(lambda: store.set_run_fields(run_id, {"stopped": disk.message()}), run_id,
+                                     wait_s=0.0)
+            except RunFailedError as error:
+                log.warning("%s", error)
+        else:
+            redis.when_answering(lambda: store.transition_run(run_id, end.state, fields={
+                "exit_code": rc, "makespan_s": report.makespan_s, "cost_usd": report.cost_usd}), run_id)
+        return RunResult(run_id, run_dir, end.exit_code, outputs, report, notes,
+                         stopped=disk.message(run_id) if out_of_space else None)
     finally:
         _stop_all(cleanups)
 
@@ -499,6 +523,8 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
 
     display = display or Display()
     run_dir = run_dir.resolve()
+    if (space := DiskWatch(run_dir)).low(now=True):
+        raise space.start_error(run_dir)
     try:
         saved = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
         run_id = str(saved["run_id"])
@@ -560,7 +586,9 @@ def _stop_all(cleanups: list[Callable[[], None]]) -> None:
             log.exception("stopping a part of the run failed")
 
 
-def failure(result: RunResult) -> RunFailedError:
+def failure(result: RunResult) -> PlasticError:
+    if result.stopped:
+        return OutOfSpaceError(result.stopped, source=str(result.run_dir))
     log_path = result.run_dir / "toil.log"
     detail = _last_error_line(log_path)
     return RunFailedError(f"workflow {result.report.outcome} (run {result.run_id}); Toil's log: {log_path}"

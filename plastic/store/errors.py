@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import json
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from plastic.core.errors import PlasticError
 from plastic.core.lifecycle import TransitionError
+
+# Redis cannot answer now but will: not reachable, timed out, loading its data after a restart
+# (BusyLoadingError is a ConnectionError), or refusing writes because it cannot write its AOF (a full
+# disk: MISCONF) or is read-only.  What failed is retried, never dropped.
+UNAVAILABLE_REPLIES = ("MISCONF", "READONLY", "MASTERDOWN")
+
+
+def is_unavailable(error: BaseException) -> bool:
+    if isinstance(error, (RedisConnectionError, RedisTimeoutError, OSError)):
+        return True
+    return isinstance(error, ResponseError) and str(error).split(" ", 1)[0] in UNAVAILABLE_REPLIES
 
 
 class StoreError(PlasticError):

@@ -52,3 +52,10 @@ def test_run_end():
     assert (run_end(0, cancelled=False).state, run_end(0, cancelled=False).exit_code) == (RunState.SUCCEEDED, 0)
     assert (run_end(3, cancelled=False).outcome, run_end(3, cancelled=False).exit_code) == ("failed", 1)
     assert run_end(None, cancelled=True).exit_code == 130 and run_end(0, cancelled=True).state is RunState.CANCELLED
+
+
+def test_a_leader_that_did_not_succeed_on_a_full_disk_is_a_stopped_run_left_running():
+    stopped = run_end(1, cancelled=False, out_of_space=True)
+    assert (stopped.outcome, stopped.state, stopped.exit_code) == ("stopped", RunState.RUNNING, 75)
+    assert run_end(0, cancelled=False, out_of_space=True).state is RunState.SUCCEEDED  # it finished anyway
+    assert run_end(None, cancelled=True, out_of_space=True).state is RunState.CANCELLED

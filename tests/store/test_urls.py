@@ -21,3 +21,4 @@ def test_redact(url, shown):
     assert "S3cret" not in (redact(url) or "")
     assert has_password(url) == (url is not None and "@" in url)
     assert is_redacted(redact(url)) == has_password(url)
+
