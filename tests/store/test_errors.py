@@ -4,7 +4,12 @@ from __future__ import annotations
 
 
 def test_what_counts_as_redis_being_away_for_now():
-    from redis.exceptions import BusyLoadingError, ConnectionError, ResponseError, TimeoutError
+    from redis.exceptions import (
+        BusyLoadingError,
+        ConnectionError,
+        ResponseError,
+        TimeoutError,
+    )
 
     from plastic.store.errors import is_unavailable
 
