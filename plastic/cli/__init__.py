@@ -6,6 +6,7 @@
     aws.py      plastic sqs-watch, sqs-setup           errors.py   one line and a non-zero exit per error
     report.py   plastic report (the run's picture)
     group.py    the `plastic` group with every command registered
+    redis_opts.py  --redis URL / --redis-ca FILE, shared by every command that reaches Redis
 
 Every command is a thin shell: heavy libraries load inside the commands that need them, so
 `plastic plan TRACE` starts fast.

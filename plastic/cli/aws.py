@@ -15,6 +15,9 @@ from typing import Any
 
 import click
 
+from plastic.cli.redis_opts import redis_options
+from plastic.cli.redis_opts import redis_url as checked_url
+
 log = logging.getLogger(__name__)
 
 
@@ -36,13 +39,12 @@ def _notice_line(kind: str, target: str, fields: Mapping[str, Any]) -> str:
 @click.option("--queue-url", required=True, help="The SQS queue EventBridge sends EC2 spot events to "
                                                  "(see plastic sqs-setup).")
 @click.option("--region", help="AWS region (default: the one in the queue URL, else AWS_REGION / the AWS config).")
-@click.option("--redis", "redis_url",
-              help="Redis URL (default: $PLASTIC_REDIS_URL, else the embedded server of $PLASTIC_HOME, "
-                   "default ~/.local/state/plastic), the same as plastic serve.")
+@redis_options("Redis URL (default: $PLASTIC_REDIS_URL, else the embedded server of $PLASTIC_HOME, "
+               "default ~/.local/state/plastic), the same as plastic serve.")
 @click.option("--wait-seconds", type=click.IntRange(0, 20), default=20, show_default=True,
               help="SQS long-poll wait per receive.")
 @click.option("--max-rounds", type=click.IntRange(min=1), hidden=True, help="Stop after this many receives (tests).")
-def sqs_watch(queue_url: str, region: str | None, redis_url: str | None, wait_seconds: int,
+def sqs_watch(queue_url: str, region: str | None, redis_url: str | None, redis_ca: str | None, wait_seconds: int,
               max_rounds: int | None) -> None:
     """Publish EC2 spot events from an SQS queue as notices in Redis, until interrupted.
 
@@ -52,7 +54,9 @@ def sqs_watch(queue_url: str, region: str | None, redis_url: str | None, wait_se
     from plastic.aws.sqs_notices import SqsNoticePoller, check_queue
     from plastic.service.home import service_redis
     from plastic.store import Store
+    from plastic.store.urls import redact
 
+    redis_url = checked_url(redis_url, redis_ca)
     check_queue_url(queue_url)
     sqs, ec2, _ = clients(_region(region, queue_url), read_timeout_s=wait_seconds + 40)
     # The queue first: a wrong URL fails in one line before any Redis is started.
@@ -70,7 +74,7 @@ def sqs_watch(queue_url: str, region: str | None, redis_url: str | None, wait_se
     try:
         poller = SqsNoticePoller(Store(conn.client), queue_url, sqs=sqs, ec2=ec2, wait_seconds=wait_seconds,
                                  on_notice=lambda k, t, f: click.echo(_notice_line(k, t, f)))
-        click.echo(f"plastic sqs-watch: {queue_arn or queue_url} -> notices in Redis {conn.url}", err=True)
+        click.echo(f"plastic sqs-watch: {queue_arn or queue_url} -> notices in Redis {redact(conn.url)}", err=True)
         totals = poller.run(max_rounds=max_rounds, stop=stop)
         click.echo(f"plastic sqs-watch: {totals.received} message(s), {totals.published} notice(s), "
                    f"{totals.duplicates} duplicate(s), {totals.ignored} ignored", err=True)

@@ -11,7 +11,7 @@ import click
 from plastic.cli.service import _redis_option
 
 
-def _run_dir(run: str, redis_url: str | None) -> Path:
+def _run_dir(run: str, redis_url: str | None, redis_ca: str | None) -> Path:
     """RUN as a run directory, or as a run id known to the service's Redis (its ``run_dir`` field)."""
     from plastic.core.errors import InputError
 
@@ -28,7 +28,7 @@ def _run_dir(run: str, redis_url: str | None) -> Path:
         raise InputError("neither a run directory nor a run id", source=run) from None
     from plastic.cli.service import _existing_run, _store
 
-    store, conn = _store(redis_url)
+    store, conn = _store(redis_url, redis_ca)
     try:
         record = _existing_run(store, run)
     finally:
@@ -47,7 +47,7 @@ def _run_dir(run: str, redis_url: str | None) -> Path:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="Without --html: the report as a table, or as JSON (plastic.report/v1).")
 @_redis_option
-def report(run: str, html_path: Path | None, fmt: str, redis_url: str | None) -> None:
+def report(run: str, html_path: Path | None, fmt: str, redis_url: str | None, redis_ca: str | None) -> None:
     """The report of RUN: a run directory (plastic run --run-dir), or the id of a run of `plastic serve`."""
     from plastic.core.errors import InputError
     from plastic.fileio import write_atomically
@@ -55,7 +55,7 @@ def report(run: str, html_path: Path | None, fmt: str, redis_url: str | None) ->
 
     if html_path is not None and not (html_path.parent if str(html_path.parent) else Path(".")).is_dir():
         raise InputError("directory does not exist", source=str(html_path), field="--html")
-    picture = load_picture(_run_dir(run, redis_url))
+    picture = load_picture(_run_dir(run, redis_url, redis_ca))
     if html_path is not None:
         from plastic.report_html import render_html
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from plastic.cli.redis_opts import redis_options
 from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 
 
@@ -25,8 +26,8 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
               help="With --master, for a master that authenticates frameworks: a file holding the credential, "
                    "JSON {\"principal\": ..., \"secret\": ...} or one line PRINCIPAL SECRET (the secret is "
                    "never taken on the command line).")
-@click.option("--redis", "redis_url", help="Redis URL for the run's state (default: $PLASTIC_REDIS_URL, else an "
-                                           "embedded server persisted in the run directory).")
+@redis_options("Redis URL for the run's state, redis://[USER:PASSWORD@]HOST[:PORT]/DB or rediss://... for TLS "
+               "(default: $PLASTIC_REDIS_URL, else an embedded server persisted in the run directory).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the final report as JSON here.")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -44,7 +45,7 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 @click.option("--quiet", is_flag=True, help="No progress display (the outputs and the report still print).")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Go on with the run in this run directory after `plastic run` was killed: same Redis (give "
-                   "--redis if the run used an external one), same local cluster if it still runs, Toil "
+                   "--redis again if its URL had a password), same local cluster if it still runs, Toil "
                    "restarted on the same job store (no WORKFLOW, JOB or other options).")
 @click.option("--static", is_flag=True,
               help="Keep the plan's cluster fixed (default: elastic, it grows for queued work, replaces lost spot "
@@ -76,7 +77,8 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
                    "when it is expected to within this many seconds; others are killed and run again "
                    "(0: kill them all; default: 300).")
 def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], outdir: Path, plan_path: Path | None,
-        master: str | None, mesos_credential: Path | None, redis_url: str | None, report_path: Path | None, run_dir: Path | None,
+        master: str | None, mesos_credential: Path | None, redis_url: str | None, redis_ca: str | None,
+        report_path: Path | None, run_dir: Path | None,
         catalog_path: str | None, max_agents: int, interrupt_rate: float | None, notice_seconds: float,
         seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None, static: bool,
         max_nodes: int | None, idle_s: float | None, budget_per_hour: float | None, budget_usd: float | None,
@@ -88,8 +90,12 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
     Anything after `--` goes to toil-cwl-runner unchanged."""
     from rich.console import Console
 
-    from plastic.run.runner import RunRequest, execute, failure, resume
-    from plastic.run.view import RichDisplay, report_table
+    from plastic.cli.redis_opts import redis_url as checked_url
+    from plastic.run.modes import make_private
+    from plastic.run.runner import RunRequest, execute, resume
+    from plastic.run.view import RichDisplay, failure, report_table
+
+    make_private()  # the run directory, the job store, Redis's files: this user's only (plastic.run.modes)
 
     if resume_dir is not None and (workflow is not None or toil_args):
         raise click.UsageError("--resume RUN_DIR takes no WORKFLOW, JOB or Toil options (they come from the run)")
@@ -140,6 +146,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
     if elastic_given and resume_dir is not None:
         raise click.UsageError(f"{', '.join(elastic_given)}: a resumed run keeps its own settings")
     take_sigint()
+    redis_url = checked_url(redis_url, redis_ca)
     console = Console(stderr=True)
     if not console.is_terminal:
         console = Console(stderr=True, width=160)  # a pipe or a file: no truncated columns

@@ -10,19 +10,22 @@ from pathlib import Path
 
 import click
 
+from plastic.cli.redis_opts import redis_options
+from plastic.cli.redis_opts import redis_url as checked_url
+
 log = logging.getLogger(__name__)
 
-_redis_option = click.option("--redis", "redis_url",
-                             help="Redis URL (default: $PLASTIC_REDIS_URL, else the embedded server of "
-                                  "$PLASTIC_HOME, default ~/.local/state/plastic).")
+_redis_option = redis_options("Redis URL, redis://[USER:PASSWORD@]HOST[:PORT]/DB or rediss://... for TLS (default: "
+                              "$PLASTIC_REDIS_URL, else the embedded server of $PLASTIC_HOME, default "
+                              "~/.local/state/plastic).")
 FINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 
-def _store(redis_url: str | None):
+def _store(redis_url: str | None, redis_ca: str | None):
     from plastic.service.home import service_redis
     from plastic.store import Store
 
-    conn = service_redis(redis_url)
+    conn = service_redis(checked_url(redis_url, redis_ca))
     return Store(conn.client), conn
 
 
@@ -33,21 +36,25 @@ def _store(redis_url: str | None):
               help="How many runs at once.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run directories (default: $PLASTIC_HOME/runs).")
-def serve(redis_url: str | None, master: str | None, max_runs: int, runs_dir: Path | None) -> None:
+def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_runs: int,
+          runs_dir: Path | None) -> None:
     """Run submitted workflows (plastic submit) until interrupted."""
+    from plastic.run.modes import make_private
     from plastic.service.home import plastic_home
     from plastic.service.service import Service
+    from plastic.store.urls import redact
 
-    store, conn = _store(redis_url)
+    user_umask = make_private()  # its home, run directories and logs: this user's only (plastic.run.modes)
+    store, conn = _store(redis_url, redis_ca)
     runs_dir = (runs_dir or plastic_home() / "runs").resolve()
-    service = Service(store, conn.url, runs_dir=runs_dir, master=master, max_runs=max_runs)
+    service = Service(store, conn.url, runs_dir=runs_dir, master=master, max_runs=max_runs, child_umask=user_umask)
 
     def stop(signum: int, frame: object) -> None:
         service.stopping.set()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    click.echo(f"plastic serve: Redis {conn.url}; runs in {runs_dir}; up to {max_runs} at once", err=True)
+    click.echo(f"plastic serve: Redis {redact(conn.url)}; runs in {runs_dir}; up to {max_runs} at once", err=True)
     try:
         service.serve()
     finally:
@@ -61,7 +68,7 @@ def serve(redis_url: str | None, master: str | None, max_runs: int, runs_dir: Pa
 @_redis_option
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the outputs go (default: RUN_DIR/out).")
-def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_url: str | None,
+def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_url: str | None, redis_ca: str | None,
            outdir: Path | None) -> None:
     """Queue WORKFLOW with JOB for `plastic serve`; prints the run id."""
     from plastic.core.errors import InputError
@@ -72,7 +79,7 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
         if path is not None and not path.is_file():
             raise InputError("no such file", source=str(path))
     load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
-    store, conn = _store(redis_url)
+    store, conn = _store(redis_url, redis_ca)
     try:
         from plastic.store import new_run_id
 
@@ -111,12 +118,12 @@ def _ago(t: float) -> str:
 @click.argument("run_id", required=False)
 @_redis_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def status(run_id: str | None, redis_url: str | None, fmt: str) -> None:
+def status(run_id: str | None, redis_url: str | None, redis_ca: str | None, fmt: str) -> None:
     """Runs and their state; with RUN_ID, that run's tasks by state and its last events."""
     from rich.console import Console
     from rich.table import Table
 
-    store, conn = _store(redis_url)
+    store, conn = _store(redis_url, redis_ca)
     try:
         console = Console()
         if not console.is_terminal:
@@ -163,9 +170,9 @@ def _event_line(ev) -> str:
 @_redis_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
-def logs(run_id: str, redis_url: str | None, follow: bool, as_json: bool) -> None:
+def logs(run_id: str, redis_url: str | None, redis_ca: str | None, follow: bool, as_json: bool) -> None:
     """Print the event stream of RUN_ID (placements, declines, notices, requeues, state changes)."""
-    store, conn = _store(redis_url)
+    store, conn = _store(redis_url, redis_ca)
     try:
         _existing_run(store, run_id)
         last = "0-0"

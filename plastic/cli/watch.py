@@ -16,6 +16,7 @@ import threading
 
 import click
 
+from plastic.cli.redis_opts import redis_options
 from plastic.core.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,16 @@ def seconds_value(text: str, option: str, *, allow_zero: bool = False) -> float:
     return value
 
 
-def _redis(url: str | None):
+def _redis(url: str | None, ca_file: str | None = None):
     from redis import Redis
 
     from plastic.store import Store
+    from plastic.store.urls import check_url, with_ca
 
     url = url or os.environ.get(REDIS_ENV)
     if not url:
         raise InputError(f"a Redis URL is needed (--redis or ${REDIS_ENV})", source="--redis")
+    url = check_url(with_ca(url, ca_file))
     try:
         client = Redis.from_url(url, decode_responses=True, socket_timeout=5.0, socket_connect_timeout=2.0)
     except ValueError as exc:
@@ -72,7 +75,8 @@ def setup_logging(verbose: int) -> None:
 
 
 @click.command("agent-watch", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--redis", "redis_url", metavar="URL", help=f"Redis of the plastic run or service (default: ${REDIS_ENV}).")
+@redis_options(f"Redis of the plastic run or service, redis://[USER:PASSWORD@]HOST[:PORT]/DB or rediss://... for "
+               f"TLS (default: ${REDIS_ENV}).")
 @click.option("--imds", "imds", metavar="URL", default="http://169.254.169.254", show_default=True,
               help="The instance metadata service.")
 @click.option("--interval", metavar="SECONDS", default="2", show_default=True,
@@ -84,8 +88,8 @@ def setup_logging(verbose: int) -> None:
 @click.option("--token-ttl", metavar="SECONDS", default="21600", show_default=True,
               help="Lifetime asked for each IMDSv2 token (1..21600).")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
-def agent_watch(redis_url: str | None, imds: str, interval: str, agent_id: str | None, grace: str, token_ttl: str,
-                verbose: int) -> None:
+def agent_watch(redis_url: str | None, redis_ca: str | None, imds: str, interval: str, agent_id: str | None,
+                grace: str, token_ttl: str, verbose: int) -> None:
     """Watch this machine's IMDS for spot interruption notices and rebalance recommendations, and
     publish each once into plastic's Redis."""
     from plastic.watch.imds import MAX_TOKEN_TTL_S, ImdsClient
@@ -100,18 +104,20 @@ def agent_watch(redis_url: str | None, imds: str, interval: str, agent_id: str |
     if agent_id is not None and (not agent_id.strip() or any(c.isspace() for c in agent_id)):
         raise InputError(f"not an agent id: {agent_id!r}", source="--agent-id")
     imds_url = imds_url_value(imds)
-    store, client = _redis(redis_url)
+    store, client = _redis(redis_url, redis_ca)
     setup_logging(verbose)
     if interval_s > AWS_RECOMMENDED_INTERVAL_S:
         log.warning("--interval %.1f s: AWS recommends polling at least every %.0f s (the warning is two minutes)",
                     interval_s, AWS_RECOMMENDED_INTERVAL_S)
     from redis.exceptions import RedisError
 
+    from plastic.store.urls import redact
+
     try:
         client.ping()
     except RedisError as exc:  # it may come up later: notices are retried
-        log.warning("Redis at %s is not reachable now (%s); notices will be retried", redis_url or "$" + REDIS_ENV,
-                    exc)
+        log.warning("Redis at %s is not reachable now (%s); notices will be retried",
+                    redact(redis_url) if redis_url else "$" + REDIS_ENV, exc)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -19,6 +19,7 @@ from plastic.core.policy import PolicyError, PolicyTable, parse_policy_text
 from plastic.framework.store_recorder import StoreRecorder
 from plastic.framework.store_writer import StoreWriter
 from plastic.store import RecordExistsError, Store, StoreError
+from plastic.store.embedded import open_url
 from plastic.store.urls import redact
 
 log = logging.getLogger(__name__)
@@ -45,12 +46,12 @@ def open_run(url: str, run_id: str | None, *, fields: Mapping[str, Any] | None =
              prefix: str | None = None) -> RunHandle:
     """Connect (PING at once) and find the run, creating it when there is no id or no such run.
 
-    Raises StoreError (one line: the URL or the run) when Redis cannot be reached or the id is not
-    a valid run id."""
-    client = Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT_S,
-                            socket_connect_timeout=CONNECT_TIMEOUT_S)
+    Raises StoreError (one line: the URL without its password, or the run) when Redis cannot be reached
+    or refuses the client (user, password, TLS: a ``rediss://`` URL may carry its CA file as
+    ``ssl_ca_certs``), or the id is not a valid run id."""
+    client = open_url(url, option="--plasticRedis", socket_timeout=SOCKET_TIMEOUT_S,
+                      socket_connect_timeout=CONNECT_TIMEOUT_S)  # UnreachableError: one line
     try:
-        client.ping()
         store = Store(client) if prefix is None else Store(client, prefix=prefix)
         created = False
         if run_id is None:

@@ -77,6 +77,7 @@ from plastic.framework.recorder import Recorder
 from plastic.framework.run_store import RunHandle, load_policy, open_run
 from plastic.mesos.credential import CREDENTIAL_ENV, read_credential
 from plastic.mesos.errors import MesosFrameworkError
+from plastic.store.urls import with_ca
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +202,11 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         parser.add_argument("--plasticRedis", dest="plastic_redis", default=None,  # $PLASTIC_REDIS_URL when used:
                             # not kept in Toil's config (pickled into the job store) with its password
                             help="Redis URL where plastic records the run's events, tasks and agents "
-                                 "(redis://HOST:PORT/DB or unix:///PATH; default: $PLASTIC_REDIS_URL; "
-                                 "none: nothing is written to Redis)")
+                                 "(redis://[USER:PASSWORD@]HOST:PORT/DB, rediss://... for TLS, or unix:///PATH; "
+                                 "default: $PLASTIC_REDIS_URL; none: nothing is written to Redis)")
+        parser.add_argument("--plasticRedisCa", dest="plastic_redis_ca", default=None, metavar="FILE",
+                            help="CA file (PEM) that signs a rediss:// Redis's TLS certificate (default: the URL's "
+                                 "ssl_ca_certs parameter, else the system's CAs)")
         parser.add_argument("--plasticRun", dest="plastic_run", default=_env(RUN_ENV),
                             help="id of the plastic run record to write into (created when missing; default: "
                                  "$PLASTIC_RUN_ID, else a new run whose id is logged); needs --plasticRedis")
@@ -237,6 +241,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         setOption("plastic_failover_timeout")
         setOption("plastic_credential")
         setOption("plastic_redis")
+        setOption("plastic_redis_ca")
         setOption("plastic_run")
         setOption("plastic_policy")
         setOption("plastic_rebalance")
@@ -386,6 +391,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             return None
         fields = {"source": "toil", "toil_workflow": getattr(config, "workflowID", None)}
         try:
+            url = with_ca(url, getattr(config, "plastic_redis_ca", None), "--plasticRedisCa")
             return open_run(url, run_id, fields=fields)
         except PlasticError as error:
             raise InconsistentConfigurationError(f"plastic batch system: {error}") from None

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.core.elastic import reliable_floor, starting_nodes
-from plastic.core.errors import InputError, PlanningError, PlasticError, RunFailedError
+from plastic.core.errors import InputError, PlanningError, RunFailedError
 from plastic.core.lifecycle import RunState
 from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan, plan_from_json
@@ -61,9 +61,10 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.fileio import write_atomically
 from plastic.mesos.credential import check_credential, read_credential
 from plastic.procs import die_with_parent, pid_alive, stop_process
-from plastic.run.disk import DiskWatch, OutOfSpaceError, write_unless_full
+from plastic.run.disk import DiskWatch, write_unless_full
 from plastic.run.ec2 import Ec2Settings
 from plastic.run.events import EventFollower
+from plastic.run.modes import private_dir, share_outputs, shared_dir
 from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
 from plastic.run.run_redis import RunRedis
 from plastic.run.toil_command import build_invocation
@@ -246,18 +247,6 @@ def follow_new_agents(cluster: Any) -> None:
     watchers.add([n for n in nodes if n.get("state") in ("ready", "draining")])  # draining: a notice is up
 
 
-def _last_error_line(log_path: Path) -> str:
-    try:
-        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    for line in reversed(lines):
-        text = line.strip()
-        if text and any(w in text for w in ("ERROR", "Error", "error", "failed", "Failed")):
-            return text[-300:]
-    return lines[-1].strip()[-300:] if lines else ""
-
-
 # ------------------------------------------------------------------ the run
 
 
@@ -282,40 +271,45 @@ def execute(request: RunRequest, display: Display | None = None,
     except ValueError as exc:
         raise InputError(str(exc), source="--run-id") from None
     run_dir = (request.run_dir or Path(".plastic") / "runs" / run_id).resolve()
-    fresh = not run_dir.exists()
     existing = next(p for p in (run_dir, *run_dir.parents) if p.exists())
     if (space := DiskWatch(existing)).low(now=True):  # before anything is written
         raise space.start_error(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     from plastic.core.plan import plan_to_json
 
-    try:
-        lowered = lower_workflow(str(request.workflow), str(run_dir / "workflow"),
-                                 job_path=None if request.job is None else str(request.job))
-    except BaseException:
-        if fresh:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    write_atomically(run_dir / "plan.json", json.dumps(plan_to_json(plan), indent=2) + "\n")
-    write_atomically(run_dir / RUN_FILE, json.dumps({
-        "run_id": run_id, "workflow": str(request.workflow.resolve()),
-        "job": None if request.job is None else str(request.job.resolve()), "outdir": str(request.outdir.resolve()),
-        "master": request.master,
-        "mesos_credential": None if request.mesos_credential is None else str(request.mesos_credential),
-        # the Redis URL without its password: a resume asks for it again
-        "redis_url": redact(request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None),
-        "report_path": None if request.report_path is None else str(request.report_path.resolve()),
-        "catalog_path": request.catalog_path, "max_agents": request.max_agents,
-        "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
-        "toil_args": list(request.toil_args), "started_at": time.time(), "static": request.static,
-        "max_nodes": request.max_nodes, "idle_s": request.idle_s, "budget_usd_per_hour": request.budget_usd_per_hour,
-        "budget_usd": request.budget_usd, "boot_s": request.boot_s, "refuse_spot": request.refuse_spot},
-        indent=2) + "\n")
     notes: list[str] = []
     cleanups: list[Callable[[], None]] = []
     try:
-        redis = RunRedis.open(request.redis_url or os.environ.get("PLASTIC_REDIS_URL"), run_dir)
-        cleanups.append(redis.close)
+        external = request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None
+        # an external Redis is reached first: unreachable (or refusing us) is one line, and no run directory
+        redis = RunRedis.open(external, run_dir) if external else None
+        if redis is not None:
+            cleanups.append(redis.close)
+        fresh = not run_dir.exists()
+        private_dir(run_dir)
+        try:
+            lowered = lower_workflow(str(request.workflow), str(run_dir / "workflow"),
+                                     job_path=None if request.job is None else str(request.job))
+        except BaseException:
+            if fresh:
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+        write_atomically(run_dir / "plan.json", json.dumps(plan_to_json(plan), indent=2) + "\n")
+        write_atomically(run_dir / RUN_FILE, json.dumps({
+            "run_id": run_id, "workflow": str(request.workflow.resolve()),
+            "job": None if request.job is None else str(request.job.resolve()), "outdir": str(request.outdir.resolve()),
+            "master": request.master,
+            "mesos_credential": None if request.mesos_credential is None else str(request.mesos_credential),
+            "redis_url": redact(external), "started_at": time.time(),  # without its password: a resume asks again
+            "report_path": None if request.report_path is None else str(request.report_path.resolve()),
+            "catalog_path": request.catalog_path, "max_agents": request.max_agents,
+            "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
+            "toil_args": list(request.toil_args), "static": request.static, "max_nodes": request.max_nodes,
+            "idle_s": request.idle_s, "budget_usd_per_hour": request.budget_usd_per_hour,
+            "budget_usd": request.budget_usd, "boot_s": request.boot_s, "refuse_spot": request.refuse_spot},
+            indent=2) + "\n")
+        if redis is None:
+            redis = RunRedis.open(None, run_dir)
+            cleanups.append(redis.close)
         store, redis_url = redis.store, redis.url
         fields = {"workflow": str(request.workflow.resolve()),
                   "job": "" if request.job is None else str(request.job.resolve()),
@@ -395,7 +389,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         display.note(text)
     cleanups: list[Callable[[], None]] = []
     try:
-        request.outdir.mkdir(parents=True, exist_ok=True)
+        shared_dir(request.outdir)  # the user's results: their umask's modes (plastic.run.modes)
         extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}", *request.elastic_args(run_dir, master)]
         if request.mesos_credential is not None:  # the file's path: the secret stays in it
             extra += ["--plasticCredential", str(request.mesos_credential)]
@@ -479,6 +473,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 outputs = None
             if outputs is not None:
                 write_unless_full(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n", notes)
+                share_outputs(outputs, request.outdir)
         end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
         report = build_report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
                               started_at=started, ended_at=ended,
@@ -503,14 +498,13 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         _stop_all(cleanups)
 
 
-def _saved_redis(saved: str | None, run_dir: Path) -> str | None:
-    """The run's Redis URL as run.json keeps it; one saved without its password comes from
-    $PLASTIC_REDIS_URL (or --redis), else the resume cannot go on."""
-    if not is_redacted(saved):
-        return saved
-    from_env = os.environ.get("PLASTIC_REDIS_URL")
-    if from_env:
-        return from_env
+def _run_redis(given: str | None, saved: str | None, run_dir: Path) -> str | None:
+    """The Redis of a resumed run: --redis, else $PLASTIC_REDIS_URL (how `plastic serve` gives its own to
+    the runs it resumes), else the URL run.json keeps (None: the embedded server), unless it was saved
+    without its password: then the resume cannot go on."""
+    given = given or os.environ.get("PLASTIC_REDIS_URL") or None
+    if given or not is_redacted(saved):
+        return given or saved
     raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set PLASTIC_REDIS_URL)",
                      source=str(run_dir), field="--redis")
 
@@ -532,7 +526,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         raise InputError(f"not the directory of a plastic run (no readable {RUN_FILE})", source=str(run_dir)) from None
     request = RunRequest(workflow=Path(saved["workflow"]), job=Path(saved["job"]) if saved.get("job") else None,
                          outdir=Path(saved["outdir"]), master=saved.get("master"),
-                         redis_url=redis_url or _saved_redis(saved.get("redis_url"), run_dir),
+                         redis_url=_run_redis(redis_url, saved.get("redis_url"), run_dir),
                          report_path=Path(saved["report_path"]) if saved.get("report_path") else None,
                          run_dir=run_dir, run_id=run_id, catalog_path=saved.get("catalog_path"),
                          max_agents=int(saved.get("max_agents") or 8), interrupt_rate=saved.get("interrupt_rate"),
@@ -584,13 +578,3 @@ def _stop_all(cleanups: list[Callable[[], None]]) -> None:
             stop()
         except Exception:
             log.exception("stopping a part of the run failed")
-
-
-def failure(result: RunResult) -> PlasticError:
-    if result.stopped:
-        return OutOfSpaceError(result.stopped, source=str(result.run_dir))
-    log_path = result.run_dir / "toil.log"
-    detail = _last_error_line(log_path)
-    return RunFailedError(f"workflow {result.report.outcome} (run {result.run_id}); Toil's log: {log_path}"
-                          + (f"; last error: {detail}" if detail else ""), run_id=result.run_id,
-                          exit_code=result.exit_code)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from plastic.core.errors import PlasticError, RunFailedError
 from plastic.core.progress import Progress
 from plastic.core.report import RunReport
-from plastic.run.runner import Display
+from plastic.run.disk import OutOfSpaceError
+from plastic.run.runner import Display, RunResult
 
 PLAIN_EVERY_S = 5.0
 
@@ -113,3 +116,25 @@ def report_table(report: RunReport) -> Group:
         lines.append(f"resume: the killed run's running tasks adopted {report.orphans_adopted}, "
                      f"killed and run again {report.orphans_killed}")
     return Group(table, *(Text(line) for line in lines))
+
+
+def _last_error_line(log_path: Path) -> str:
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        text = line.strip()
+        if text and any(w in text for w in ("ERROR", "Error", "error", "failed", "Failed")):
+            return text[-300:]
+    return lines[-1].strip()[-300:] if lines else ""
+
+
+def failure(result: RunResult) -> PlasticError:
+    if result.stopped:
+        return OutOfSpaceError(result.stopped, source=str(result.run_dir))
+    log_path = result.run_dir / "toil.log"
+    detail = _last_error_line(log_path)
+    return RunFailedError(f"workflow {result.report.outcome} (run {result.run_id}); Toil's log: {log_path}"
+                          + (f"; last error: {detail}" if detail else ""), run_id=result.run_id,
+                          exit_code=result.exit_code)

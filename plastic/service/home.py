@@ -1,7 +1,8 @@
 """Where the service's shared state lives, and how every service command reaches its Redis.
 
 Order: ``--redis URL``, then ``$PLASTIC_REDIS_URL``, then the embedded server of
-``$PLASTIC_HOME/redis`` (default ``$XDG_STATE_HOME/plastic`` or ``~/.local/state/plastic``).
+``$PLASTIC_HOME/redis`` (default ``$XDG_STATE_HOME/plastic`` or ``~/.local/state/plastic``; a
+home plastic makes is 0700).
 The embedded server is shared: the first command to need it starts it, later ones find it
 (see plastic.store.embedded); its append-only file keeps submissions while nothing runs.
 """
@@ -42,7 +43,9 @@ def service_redis(url: str | None) -> Connection:
     if url:
         client, close = connect(url, None)
         return Connection(client, url, close, False)
-    server = start_embedded(plastic_home() / "redis")
+    from plastic.run.modes import private_dir
+
+    server = start_embedded(private_dir(plastic_home()) / "redis")  # made 0700, like its redis/
     client = server.client()
 
     def close() -> None:

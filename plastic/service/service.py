@@ -1,7 +1,8 @@
 """`plastic serve`: take submissions from Redis and run them, several at once, up to a limit.
 
-Each run is a `plastic run --run-id ID --redis URL --quiet` child process (its own Toil leader,
-its own local cluster unless the service was given `--master`), so a failing run cannot take
+Each run is a `plastic run --run-id ID --quiet` child process, the service's Redis URL in its
+environment (``PLASTIC_REDIS_URL``: a password is never on a command line), with its own Toil leader,
+its own local cluster unless the service was given `--master`, so a failing run cannot take
 the service down, and every run records itself in Redis exactly as a run started by hand.
 Children run in their own sessions: they outlive a service that is killed.
 
@@ -51,6 +52,7 @@ from plastic.store import RunRecord, Store
 log = logging.getLogger(__name__)
 
 LOG_FILE = "plastic-run.log"
+URL_ENV = "PLASTIC_REDIS_URL"
 
 
 @dataclass
@@ -100,8 +102,9 @@ def submission_fields(workflow: Path, job: Path | None, outdir: Path, toil_args:
 
 class Service:
     def __init__(self, store: Store, redis_url: str, *, runs_dir: Path, master: str | None = None,
-                 max_runs: int = 2, poll_s: float = 1.0):
+                 max_runs: int = 2, poll_s: float = 1.0, child_umask: int | None = None):
         self.store = store
+        self.child_umask = child_umask  # the user's, for the runs' outputs (plastic.run.modes); None: this one
         self.redis_url = redis_url
         self.runs_dir = runs_dir
         self.master = master
@@ -177,7 +180,7 @@ class Service:
         argv = [sys.executable, "-m", "plastic", "run", f["workflow"]]
         if f.get("job"):
             argv.append(f["job"])
-        argv += ["--run-id", run_id, "--redis", self.redis_url, "--outdir", f.get("outdir") or str(run_dir / "out"),
+        argv += ["--run-id", run_id, "--outdir", f.get("outdir") or str(run_dir / "out"),
                  "--run-dir", str(run_dir), "--quiet"]
         if self.master:
             argv += ["--master", self.master]
@@ -193,7 +196,7 @@ class Service:
     def resume(self, run_id: str, run_dir: Path) -> None:
         """`plastic run --resume RUN_DIR` as a child, counted in the run's `resumes` field."""
         count = self.store.count_run_field(run_id, "resumes")
-        argv = [sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--redis", self.redis_url, "--quiet"]
+        argv = [sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet"]
         child = self._spawn(run_id, argv, run_dir)
         log.info("run %s resumed (pid %d; resume %d of at most %d), log %s", run_id, child.pid, count, MAX_RESUMES,
                  child.log_path)
@@ -202,7 +205,8 @@ class Service:
         log_path = run_dir / LOG_FILE
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+                                    start_new_session=True, env={**os.environ, URL_ENV: self.redis_url},
+                                    umask=-1 if self.child_umask is None else self.child_umask)
         self.children[run_id] = Child(run_id, proc.pid, log_path, proc)
         return self.children[run_id]
 

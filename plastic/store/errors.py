@@ -27,6 +27,13 @@ class StoreError(PlasticError):
     """The state store cannot do what was asked (no server, a bad reply, ...)."""
 
 
+class UnreachableError(StoreError):
+    """The Redis the user named cannot be used: nothing answers there, or it refuses the client (user,
+    password, TLS certificate).  Bad input, like a wrong file name: exit 2."""
+
+    exit_code = 2
+
+
 class UnknownRecordError(StoreError):
     """The run, task or agent does not exist."""
 

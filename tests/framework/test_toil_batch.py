@@ -93,6 +93,12 @@ def test_constructor_refuses_bad_configuration_before_starting_anything(tmp_path
     config.plastic_redis = "redis://127.0.0.1:1/0"
     with pytest.raises(InconsistentConfigurationError, match=r"cannot reach Redis at redis://127.0.0.1:1/0"):
         PlasticBatchSystem(config, 2, 1e9, 1e9)
+    config.plastic_redis_ca = str(tmp_path / "missing-ca.pem")  # --plasticRedisCa
+    with pytest.raises(InconsistentConfigurationError, match=r"--plasticRedisCa.* goes with a rediss://"):
+        PlasticBatchSystem(config, 2, 1e9, 1e9)
+    config.plastic_redis = "rediss://:S3cret@127.0.0.1:1/0"
+    with pytest.raises(InconsistentConfigurationError, match=r"missing-ca.pem: --plasticRedisCa: cannot read"):
+        PlasticBatchSystem(config, 2, 1e9, 1e9)
 
 
 def test_open_run_creates_or_finds_the_run(redis_server, caplog):

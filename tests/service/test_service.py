@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -64,6 +65,13 @@ def test_submit_queues_a_run(home):
     assert run_id in table.stdout and "SUBMITTED" in table.stdout
 
 
+def test_a_home_plastic_makes_is_this_users_only(tmp_path):
+    home = tmp_path / "plastic"  # not there yet
+    res = cli(home, "status", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert stat.S_IMODE(home.stat().st_mode) == stat.S_IMODE((home / "redis").stat().st_mode) == 0o700
+
+
 @pytest.fixture
 def store(tmp_path):
     server = start_embedded(tmp_path / "redis")
@@ -109,6 +117,12 @@ def _url(store: Store) -> str:
     return f"unix://{kw['path']}" if kw.get("path") else f"redis://{kw['host']}:{kw['port']}/0"
 
 
+def user_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @pytest.mark.toil_e2e
 def test_serve_runs_a_submission_end_to_end(home, tmp_path):
     out = tmp_path / "out"
@@ -136,6 +150,10 @@ def test_serve_runs_a_submission_end_to_end(home, tmp_path):
                                       serve_log.read_text()[-3000:])
         expected = json.loads((SG / "expected-output.json").read_text())["sorted"]
         assert (out / "sorted.txt").stat().st_size == expected["size"]
+        umask = user_umask()  # the run's files are private, its outputs as this user's umask makes them
+        assert stat.S_IMODE((home / "runs").stat().st_mode) == stat.S_IMODE(log.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE((out / "sorted.txt").stat().st_mode) == 0o666 & ~umask
+        assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
         events = cli(home, "logs", run_id)
         assert events.returncode == 0
         kinds = {line.split()[1] for line in events.stdout.splitlines() if len(line.split()) > 1}

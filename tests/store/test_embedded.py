@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -14,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from plastic.core.errors import InputError
 from plastic.core.lifecycle import TaskState
 from plastic.store import Store, StoreError, connect, start_embedded
-from plastic.store.embedded import redis_server_binary, server_config
+from plastic.store.embedded import CONNECT_TIMEOUT_S, redis_server_binary, server_config
+from plastic.store.errors import UnreachableError
 
 
 def wait_dead(pid: int, timeout: float = 10.0) -> bool:
@@ -209,9 +213,40 @@ def test_connect_embedded_and_by_url(tmp_path):
     stop()
 
 
+def test_the_socket_is_in_a_directory_of_this_user_only(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    os.chmod(data, 0o755)  # made by hand, or by an older plastic: set to 0700 at the start
+    with start_embedded(data) as server:
+        assert server.url == f"unix://{data}/redis.sock"
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700
+        assert stat.S_IMODE((data / "redis.sock").stat().st_mode) & 0o077 == 0
+    with start_embedded(tmp_path / "new" / "data") as server:
+        assert stat.S_IMODE((tmp_path / "new" / "data").stat().st_mode) == 0o700
+
+
 def test_connect_errors(tmp_path):
-    with pytest.raises(StoreError, match="cannot reach Redis"):
+    with pytest.raises(UnreachableError, match="cannot reach Redis") as info:
         connect(f"unix://{tmp_path}/nothing.sock", None, environ={})
+    assert info.value.exit_code == 2 and "\n" not in str(info.value)
+    started = time.monotonic()
+    with pytest.raises(UnreachableError, match=r"--redis: cannot reach Redis at redis://u:\*\*\*\*@127.0.0.1:1/0"):
+        connect("redis://u:S3cret@127.0.0.1:1/0", None, environ={})  # nothing listens on port 1
+    assert time.monotonic() - started < 10
+    with pytest.raises(InputError, match="not a Redis URL"):
+        connect("http://127.0.0.1/0", None, environ={})
+
+
+def test_a_server_that_never_replies_is_unreachable_within_seconds():
+    """Something accepts the connection but never answers (not Redis, or a stuck one): one line, not a hang."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+        started = time.monotonic()
+        with pytest.raises(UnreachableError, match="cannot reach Redis at redis://127.0.0.1:.*Timeout"):
+            connect(url, None, environ={})
+        assert time.monotonic() - started < CONNECT_TIMEOUT_S + 5
     with pytest.raises(StoreError, match="no Redis URL"):
         connect(None, None, environ={})
 
