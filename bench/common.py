@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -30,3 +31,18 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def decisions(run_dir: Path) -> list[dict]:
+    """A run's decisions.jsonl; a line that does not parse (torn by a SIGKILL, or being written) is skipped."""
+    try:
+        lines = (run_dir / "decisions.jsonl").read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine  # noqa: E402
+from bench.common import decisions, machine  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "watch" / "data" / "slow-scatter"
@@ -37,20 +37,6 @@ EXPECTED = "item 1\nitem 2\nitem 3\n"
 SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": 2, "ram_mib": 4096, "preemptible": False, "instance_type": "c5.large"},
     {"name": "burst", "count": 2, "cpus": 2, "ram_mib": 4096, "preemptible": True, "instance_type": "c5.large"}]}
-
-
-def decisions(run_dir: Path) -> list[dict]:
-    try:
-        lines = (run_dir / "decisions.jsonl").read_text().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
 
 
 def free_port() -> int:

@@ -26,24 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine
+from bench.common import decisions, machine
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / "tests" / "watch" / "data" / "slow-scatter" / "slow-scatter.cwl"
-
-
-def decisions(run_dir: Path) -> list[dict]:
-    try:
-        lines = (run_dir / "decisions.jsonl").read_text().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a line torn by the SIGKILL
-    return out
 
 
 def env() -> dict[str, str]:

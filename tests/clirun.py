@@ -53,3 +53,54 @@ def read_decisions(run_dir: Path) -> list[dict[str, Any]]:
             continue
     return out
 
+
+
+SLOW_SCATTER = REPO / "tests" / "watch" / "data" / "slow-scatter"
+JOINED = "item 1\nitem 2\nitem 3\n"  # the slow scatter's output
+
+
+class SlowScatterRun:
+    """`plastic run` of the slow scatter (3 x `sleep SECONDS`, then a gather) in the background, for the
+    tests that break something under a run: start it, wait for a point, break, then `finish()`."""
+
+    def __init__(self, tmp_path: Path, *extra: str, seconds: int = 12):
+        import os
+
+        self.tmp_path, self.run_dir, self.out = tmp_path, tmp_path / "run", tmp_path / "out"
+        job = tmp_path / "job.yml"
+        job.write_text(f"items: [1, 2, 3]\nseconds: {seconds}\n")
+        env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
+        cmd = [sys.executable, "-m", "plastic", "run", str(SLOW_SCATTER / "slow-scatter.cwl"), str(job),
+               "--outdir", str(self.out), "--run-dir", str(self.run_dir), "--quiet", *extra]
+        with open(tmp_path / "run.log", "wb") as log:
+            self.proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=log)
+
+    def wait_for(self, pred, what: str, timeout_s: float = 90) -> None:
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while not pred():
+            assert self.proc.poll() is None, f"plastic run ended ({self.proc.returncode}) before {what}: {self.log()}"
+            assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
+            time.sleep(0.2)
+
+    def wait_running(self, tasks: int = 1) -> None:
+        self.wait_for(lambda: sum(d["kind"] == "running" for d in read_decisions(self.run_dir)) >= tasks,
+                      f"{tasks} running task(s)")
+
+    def log(self) -> str:
+        return (self.tmp_path / "run.log").read_text(errors="replace")[-3000:]
+
+    def finish(self, timeout_s: float = 240) -> str:
+        """Wait for the run's end (killed after ``timeout_s``); it must have succeeded with the right
+        output.  Returns what it printed."""
+        try:
+            rc = self.proc.wait(timeout_s)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+        toil_log = self.run_dir / "toil.log"
+        assert rc == 0, self.log() + (toil_log.read_text()[-3000:] if toil_log.exists() else "")
+        assert (self.out / "joined.txt").read_text() == JOINED
+        return (self.tmp_path / "run.log").read_text(errors="replace")
