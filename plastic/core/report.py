@@ -312,12 +312,6 @@ def agent_windows(agents: Sequence[AgentSpan], events: Sequence[RunEvent], start
 
 NODE_KINDS = frozenset({"node_requested", "node_created", "node_ready", "node_cordoned", "node_released",
                         "node_interrupted", "create_refused", "growth_stopped"})
-# Every kind of record the report (build_report, price_agents, agent_windows) reads: a run keeps only
-# these for its report, not the stream's state transitions, declines and the like, so what it holds
-# grows with the tasks' attempts and not with every step of the run.
-REPORT_KINDS = NODE_KINDS | frozenset({
-    "agent", "issued", "placed", "requeue", "notice", "drain_kill", "let_finish", "escalation", "unplaceable",
-    "agent_lost", "orphan_adopted", "orphan_kill", "orphan_ended", "ended"})
 
 
 def list_field(value: Any) -> list[str]:

@@ -50,7 +50,6 @@ from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
 from plastic.core.recovery import toil_start
 from plastic.core.report import (
-    REPORT_KINDS,
     AgentSpan,
     KnownAgent,
     RunReport,
@@ -443,8 +442,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                         lease.touch_lease()
                         follow_new_agents(lease)
                     for ev in follower.poll(block_ms=int(POLL_S * 1000)):
-                        if ev.kind in REPORT_KINDS:
-                            events.append(ev)
+                        events.append(ev)
                         progress.apply(ev)
                     display.update(progress)
                 reader.join(10)
@@ -454,8 +452,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 out_chunks = []
             finally:
                 for ev in follower.drain(wait_s=REDIS_WAIT_S if redis.server is None else 10.0):
-                    if ev.kind in REPORT_KINDS:
-                        events.append(ev)
+                    events.append(ev)
                     progress.apply(ev)
                 display.update(progress)
                 display.stop()

@@ -114,19 +114,3 @@ def test_resume_counts_each_toil_job_once_and_adopted_orphans_as_finished():
     assert (r.tasks, r.tasks_finished, r.tasks_failed, r.attempts) == (3, 3, 0, 4)
     assert (r.orphans_adopted, r.orphans_killed) == (1, 1)
     assert r.to_json()["orphans_adopted"] == 1
-
-
-def test_the_report_reads_only_report_kinds():
-    """plastic run keeps only REPORT_KINDS for the report: the other records change nothing in it."""
-    from plastic.core.report import REPORT_KINDS
-
-    noisy = []
-    for e in story():
-        noisy += [e, ev("transition", e.at, job_id=e.fields.get("job_id"), to_state="RUNNING"),
-                  ev("declined", e.at, offer_ids=["o1"]), ev("running", e.at, job_id=e.fields.get("job_id"))]
-    kept = [e for e in noisy if e.kind in REPORT_KINDS]
-    assert {e.kind for e in story()} <= REPORT_KINDS
-    full = build_report(run_id="r1", workflow="wf.cwl", outcome="failed", started_at=0.0, ended_at=3600.0,
-                        agents=AGENTS, events=noisy)
-    assert full == build_report(run_id="r1", workflow="wf.cwl", outcome="failed", started_at=0.0, ended_at=3600.0,
-                                agents=AGENTS, events=kept)
