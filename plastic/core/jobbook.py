@@ -309,6 +309,8 @@ class JobBook:
                       message="the job store holds the work of an earlier attempt")
 
     def _issued(self, ev: evt.JobIssued, now: float, out: list[Any]) -> None:
+        if self.orphans is not None:  # Toil issues once the orphans are accounted for
+            out.extend(self.orphans.restarts_never_launched(now, settled=True))
         if ev.job_id in self.jobs:
             out.append(rec.IssueRepeated(ev.job_id))
             return
@@ -489,9 +491,8 @@ class JobBook:
         self.orphans.begin(now)
         known = [p for p in ev.prior if p.state in LIVE_RECORDS and p.mesos_task_id]
         for prior in ev.prior:
-            if prior.state == S.QUEUED:  # never launched: the new leader issues its job again
-                out.append(TaskStateChanged(prior.record_id, S.QUEUED, S.KILLED, "leader_restarted",
-                                            {"outcome": "leader_restarted"}, tool=prior.tool))
+            if prior.state == S.QUEUED:  # launched or not? the reconciliation tells (Orphans.defer_restart)
+                self.orphans.defer_restart(prior)
         for prior in known:
             self.orphans.expect(prior, now)
         for tool in dict.fromkeys(p.tool for p in known):
@@ -511,6 +512,7 @@ class JobBook:
         if self.orphans is not None:
             for step in self.orphans.tick(now):
                 out.extend(step.commands())
+            out.extend(self.orphans.restarts_never_launched(now))
         for job in self.live():
             if self.notices.past_deadline(job.agent_id, now):
                 # the agent is gone by now, whatever the master says later

@@ -29,7 +29,10 @@ When the master had removed the framework (the resume came after its failover ti
 all its tasks: the new leader subscribes anew and every orphan ends at once as killed.
 
 A task the records did not know (launched just before the crash, its record not written yet) is
-learnt from the implicit reconciliation's answer and treated the same way, without an estimate.
+learnt from the implicit reconciliation's answer and treated the same way, without an estimate.  So a
+record the previous leader left QUEUED is not taken as never launched at once (its LAUNCHING may have
+been lost with the leader): it ends KILLED (the job is issued again) only once Toil issues, or no
+orphan is left after confirm_s, and no task of its job turned up; one that did is that orphan's record.
 
 Why adoption happens before Toil reads its job store and not after: on `--restart` Toil cleans the
 job store (rewrites job descriptions, deletes jobs it cannot reach from the root), which would
@@ -139,6 +142,9 @@ class Orphans:
         self.tasks: dict[str, Orphan] = {}
         self.ended: dict[str, str] = {}  # task id -> its terminal state (or "unknown")
         self.window_end: float | None = None  # the resume's start (begin) + adopt_s
+        self.begun_at: float | None = None
+        # the previous leader's records still QUEUED: launched or not (see defer_restart)
+        self.queued_records: dict[str, PriorTask] = {}
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -150,6 +156,26 @@ class Orphans:
         """The resume began: the adopt window runs from now."""
         if self.window_end is None:
             self.window_end = now + self.adopt_s
+            self.begun_at = now
+
+    def defer_restart(self, prior: PriorTask) -> None:
+        """A record the previous leader left QUEUED.  Its launch may have happened and only its record
+        been lost with the leader (the store's writes are asynchronous): if the master's reconciliation
+        then names a task of that job, the task is an orphan like any other and its end moves the
+        record; the others end as never launched (``restarts_never_launched``)."""
+        self.queued_records[prior.record_id] = prior
+
+    def restarts_never_launched(self, now: float, *, settled: bool = False) -> list[TaskStateChanged]:
+        """The deferred QUEUED records no task turned up for, KILLED (the new leader issues their jobs
+        again): once Toil issues (``settled``: the orphans are accounted for) or when no orphan is left
+        and the confirm time has passed."""
+        if not self.queued_records or not (settled or (not self.tasks and self.begun_at is not None
+                                                         and now - self.begun_at >= self.confirm_s)):
+            return []
+        moves = [TaskStateChanged(p.record_id, TaskState.QUEUED, TaskState.KILLED, "leader_restarted",
+                                  {"outcome": "leader_restarted"}, tool=p.tool) for p in self.queued_records.values()]
+        self.queued_records.clear()
+        return moves
 
     def expect(self, prior: PriorTask, now: float) -> None:
         """A live task of the previous leader's records (state in LIVE_RECORDS, with a Mesos task id)."""
@@ -161,6 +187,10 @@ class Orphans:
     def _add(self, task_id: str, agent_id: str | None, now: float, tool: str | None = None,
              running_s: float | None = None, job_store_id: str | None = None) -> Orphan:
         self.begin(now)
+        parsed = split_task_id(task_id)
+        queued = self.queued_records.pop(parsed[0], None) if parsed else None  # its launch was not recorded
+        if queued is not None:
+            tool, job_store_id = tool or queued.tool, job_store_id or queued.job_store_id
         orphan = self.tasks[task_id] = Orphan(task_id, agent_id, now, tool, running_s, job_store_id=job_store_id)
         return orphan
 

@@ -11,6 +11,7 @@ from plastic.core.jobbook_commands import (
     Reconcile,
 )
 from plastic.core.jobbook_events import (
+    JobIssued,
     JobStoreChecked,
     NoticeReceived,
     PriorTask,
@@ -21,6 +22,7 @@ from plastic.core.jobbook_events import (
 )
 from plastic.core.jobbook_records import Record, TaskStateChanged
 from plastic.core.lifecycle import TaskState
+from plastic.core.model import Preempt, Resources
 from plastic.core.orphans import Orphans
 
 
@@ -233,12 +235,36 @@ def test_the_previous_leaders_queued_records_end_killed_and_live_ones_become_orp
     book = JobBook(adopt_s=300.0)
     cmds = book.handle(Resumed((PriorTask("7", "QUEUED", tool="sort"), prior("8.1", "a1", tool="sort", running_s=5.0),
                                 PriorTask("9", "LAUNCHING"))), 0.0)  # never got a Mesos task id
-    moves = [c for c in cmds if isinstance(c, TaskStateChanged)]
-    assert [(m.job_id, m.from_state, m.to_state, m.details) for m in moves] == [
-        ("7", TaskState.QUEUED, TaskState.KILLED, {"outcome": "leader_restarted"})]
+    assert not [c for c in cmds if isinstance(c, TaskStateChanged)]  # QUEUED: launched or not, not known yet
     assert recs(cmds, "resumed")[0].fields["known"] == ["8.1"] and book.orphans_left() == 1
     assert [c for c in cmds if isinstance(c, LoadRuntimeHistory)] == [LoadRuntimeHistory("sort")]
     cmds = book.handle(StatusReceived("8.1", "TASK_FINISHED", agent_id="a1", uuid="u"), 1.0)
     (moved,) = [c for c in cmds if isinstance(c, TaskStateChanged)]
     assert (moved.job_id, moved.to_state, moved.details) == ("8", TaskState.FINISHED,
                                                             {"outcome": "orphan task_finished"})
+    # Toil issues again (the orphans are accounted for): the QUEUED record no task turned up for ends
+    cmds = book.handle(JobIssued("20", Resources(1, 256), Preempt(None), tool="sort"), 2.0)
+    moves = [c for c in cmds if isinstance(c, TaskStateChanged)]
+    assert [(m.job_id, m.from_state, m.to_state, m.details) for m in moves][0] == (
+        "7", TaskState.QUEUED, TaskState.KILLED, {"outcome": "leader_restarted"})
+
+
+def test_a_queued_record_whose_launch_was_lost_with_the_leader_ends_as_its_task_did():
+    """The previous leader launched job 5 but was killed before the store wrote LAUNCHING: the record
+    says QUEUED; the implicit reconciliation names task 5.1, finished; the record ends FINISHED."""
+    book = JobBook(adopt_s=300.0)
+    cmds = book.handle(Resumed((PriorTask("5", "QUEUED", tool="sort", job_store_id="js-5"),)), 0.0)
+    assert not [c for c in cmds if isinstance(c, TaskStateChanged)]
+    cmds = book.handle(StatusReceived("5.1", "TASK_FINISHED", agent_id="a1", uuid="u1"), 0.5)
+    (moved,) = [c for c in cmds if isinstance(c, TaskStateChanged)]
+    assert (moved.job_id, moved.to_state) == ("5", TaskState.FINISHED)
+    cmds = book.handle(JobIssued("30", Resources(1, 256), Preempt(None), tool="sort"), 3.0)
+    assert not [c for c in cmds if isinstance(c, TaskStateChanged) and c.job_id == "5"]
+
+
+def test_queued_records_end_killed_after_the_confirm_time_when_toil_issues_nothing():
+    book = JobBook(adopt_s=300.0)
+    book.handle(Resumed((PriorTask("6", "QUEUED"),)), 0.0)
+    assert not [c for c in book.handle(Tick(), 10.0) if isinstance(c, TaskStateChanged)]
+    moves = [c for c in book.handle(Tick(), 31.0) if isinstance(c, TaskStateChanged)]
+    assert [(m.job_id, m.to_state) for m in moves] == [("6", TaskState.KILLED)]
