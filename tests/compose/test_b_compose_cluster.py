@@ -139,26 +139,32 @@ def test_a_spot_interruption_requeues_the_agents_tasks_and_the_run_completes(clu
     cluster.wait_healthy({name})
 
 
+def crash_once(cluster, service: str, run_id: str, *, once: str) -> None:
+    """Once the run has a ``once`` record, SIGKILL the service's main process (a crash, not a `docker
+    stop`: the restart policy applies) and wait until it is restarted and healthy again."""
+    deadline = time.monotonic() + 300
+    while not any(d["kind"] == once for d in (decisions(run_id) if (RUNS / "runs" / run_id /
+                                                                   "decisions.jsonl").exists() else [])):
+        assert time.monotonic() < deadline, f"no {once} record"
+        time.sleep(1)
+    cid = cluster.container(service)
+    pid = int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", cid], capture_output=True, text=True,
+                             check=True).stdout)
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(3)
+    cluster.wait_healthy({service}, timeout=180)
+    restarts = json.loads(subprocess.run(["docker", "inspect", cid], capture_output=True, text=True,
+                                         check=True).stdout)[0]["RestartCount"]
+    assert restarts >= 1
+
+
 def test_the_master_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_path):
     """A real Mesos master SIGKILLed while tasks run: the restart policy starts it again, it recovers
     its registry (replicated log) and its agents re-register with their tasks; the framework
     re-subscribes under the same id and reconciles, and the run completes."""
     where = long_job(tmp_path, seconds=20, items=8)
     run_id = submit(cluster, f"{where}/square-sum.cwl", f"{where}/job.yml", "/plastic-runs/out-master-killed")
-    deadline = time.monotonic() + 300
-    while not any(d["kind"] == "running" for d in (decisions(run_id) if (RUNS / "runs" / run_id /
-                                                                        "decisions.jsonl").exists() else [])):
-        assert time.monotonic() < deadline, "nothing running"
-        time.sleep(1)
-    cid = cluster.container("master")
-    pid = int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", cid], capture_output=True, text=True,
-                             check=True).stdout)
-    os.kill(pid, signal.SIGKILL)
-    time.sleep(3)
-    cluster.wait_healthy({"master"}, timeout=180)
-    restarts = json.loads(subprocess.run(["docker", "inspect", cid], capture_output=True, text=True,
-                                         check=True).stdout)[0]["RestartCount"]
-    assert restarts >= 1
+    crash_once(cluster, "master", run_id, once="running")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
     log = decisions(run_id)
@@ -172,20 +178,7 @@ def test_the_master_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_p
 def test_the_manager_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_path):
     where = long_job(tmp_path, seconds=15, items=8)
     run_id = submit(cluster, f"{where}/square-sum.cwl", f"{where}/job.yml", "/plastic-runs/out-manager-killed")
-    deadline = time.monotonic() + 300
-    while not any(d["kind"] == "placed" for d in (decisions(run_id) if (RUNS / "runs" / run_id /
-                                                                       "decisions.jsonl").exists() else [])):
-        assert time.monotonic() < deadline, "nothing placed"
-        time.sleep(1)
-    cid = cluster.container("manager")
-    pid = int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", cid], capture_output=True, text=True,
-                             check=True).stdout)
-    os.kill(pid, signal.SIGKILL)  # a crash, not a `docker stop`: the restart policy applies
-    time.sleep(3)
-    cluster.wait_healthy({"manager"}, timeout=180)
-    restarts = json.loads(subprocess.run(["docker", "inspect", cid], capture_output=True, text=True,
-                                         check=True).stdout)[0]["RestartCount"]
-    assert restarts >= 1
+    crash_once(cluster, "manager", run_id, once="placed")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
     assert sorted(p.name for p in (RUNS / "out-manager-killed").iterdir())
