@@ -160,38 +160,52 @@ def _job(fields: Mapping[str, Any], same: Mapping[str, str] | None = None) -> st
     return (same or {}).get(str(value), str(value))
 
 
-def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
-                 agents: Sequence[AgentSpan], events: Sequence[RunEvent],
-                 notes: Sequence[str] = ()) -> RunReport:
-    """Count what the events say and price the agents' time (see the module docstring)."""
-    by_agent = {a.agent_id: a for a in agents}
-    issued: set[str] = set()
-    finished: set[str] = set()
-    failed: set[str] = set()
-    kept: set[str] = set()
-    counts = dict.fromkeys(("attempts", "preemptions", "losses", "requeues", "notices", "rebalances",
-                            "drain_kills", "let_finish", "finished_in_window", "escalations", "unplaceable"), 0)
-    placements: dict[str, int] = {}
-    done_on: dict[str, int] = {}
-    same = {str(ev.fields["job_id"]): str(ev.fields["job_store_id"]) for ev in events
-            if ev.kind == "issued" and ev.fields.get("job_id") is not None and ev.fields.get("job_store_id")}
-    adopted: set[str] = set()
-    orphans_killed: set[str] = set()
-    timeline: list[dict[str, Any]] = []
-    for ev in events:
+COUNTS = ("attempts", "preemptions", "losses", "requeues", "notices", "rebalances", "drain_kills", "let_finish",
+          "finished_in_window", "escalations", "unplaceable")
+AGENT_KINDS = frozenset({"agent", "agent_lost"})  # with NODE_KINDS: the records kept whole (per node, not per task)
+
+
+class RunTally:
+    """The report's figures folded from a run's events one at a time (`add`), so a long run's manager
+    keeps no list of its events: only the task ids the counts need, per-agent placement counts, and
+    the agent and node records whole (they grow with the nodes, not with the tasks).
+
+    A task is its jobStoreID when its ``issued`` record gave one (``same``: job id -> jobStoreID).
+    Folded live, a job id is resolved with the ``issued`` records met so far: the batch system writes
+    a job's ``issued`` before any other record of it.  `build_report` gives the whole run's mapping."""
+
+    def __init__(self, same: Mapping[str, str] | None = None):
+        self.same: dict[str, str] = dict(same or {})
+        self.issued: set[str] = set()
+        self.finished: set[str] = set()
+        self.failed: set[str] = set()
+        self.kept: set[str] = set()  # left to finish through a notice
+        self.counts = dict.fromkeys(COUNTS, 0)
+        self.placed_on: dict[str, int] = {}  # agent id -> placements there
+        self.finished_on: dict[str, int] = {}  # agent id -> tasks finished there
+        self.adopted: set[str] = set()
+        self.orphans_killed: set[str] = set()
+        self.kept_events: list[RunEvent] = []  # agent and node records, in stream order
+
+    def _job(self, fields: Mapping[str, Any]) -> str | None:
+        return _job(fields, self.same)
+
+    def add(self, ev: RunEvent) -> None:
         f = ev.fields
         kind = ev.kind
-        if kind in NODE_KINDS:
-            timeline.append(_node_event(ev))
+        counts = self.counts
+        if kind in NODE_KINDS or kind in AGENT_KINDS:
+            self.kept_events.append(ev)
         elif kind == "issued":
-            job = _job(f, same)
+            if f.get("job_id") is not None and f.get("job_store_id"):
+                self.same.setdefault(str(f["job_id"]), str(f["job_store_id"]))
+            job = self._job(f)
             if job is not None:
-                issued.add(job)
+                self.issued.add(job)
         elif kind == "placed":
             counts["attempts"] += 1
-            agent = by_agent.get(str(f.get("agent_id")))
-            if agent is not None:
-                placements[agent.cluster] = placements.get(agent.cluster, 0) + 1
+            agent_id = str(f.get("agent_id"))
+            self.placed_on[agent_id] = self.placed_on.get(agent_id, 0) + 1
         elif kind == "requeue":
             counts["requeues"] += 1
             if f.get("counted_as") == "preempted":
@@ -204,64 +218,87 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
             counts["drain_kills"] += 1
         elif kind == "let_finish":
             counts["let_finish"] += 1
-            job = _job(f, same)
+            job = self._job(f)
             if job is not None:
-                kept.add(job)
+                self.kept.add(job)
         elif kind == "escalation":
             counts["escalations"] += 1
         elif kind == "unplaceable":
             counts["unplaceable"] += 1
         elif kind == "orphan_adopted":
-            adopted.add(str(f.get("task")))
+            self.adopted.add(str(f.get("task")))
         elif kind == "orphan_kill":
-            orphans_killed.add(str(f.get("task")))
+            self.orphans_killed.add(str(f.get("task")))
         elif kind == "orphan_ended" and f.get("state") == "TASK_FINISHED":  # its work is in the job store
-            job = _job({"job_id": str(f.get("task", "")).split(".")[0]}, same)
+            job = self._job({"job_id": str(f.get("task", "")).split(".")[0]})
             if job is not None:
-                finished.add(job)
-                failed.discard(job)
+                self.finished.add(job)
         elif kind == "ended":
-            job = _job(f, same)
+            job = self._job(f)
             if job is None:
-                continue
+                return
             if f.get("outcome") == "finished":
-                finished.add(job)
-                failed.discard(job)
-                if job in kept:
+                self.finished.add(job)
+                if job in self.kept:
                     counts["finished_in_window"] += 1
-                agent = by_agent.get(str(f.get("agent_id")))
-                if agent is not None:
-                    done_on[agent.cluster] = done_on.get(agent.cluster, 0) + 1
+                agent_id = str(f.get("agent_id"))
+                self.finished_on[agent_id] = self.finished_on.get(agent_id, 0) + 1
             elif f.get("outcome") in ("failed", "lost_for_good"):
-                failed.add(job)
-    clusters: dict[str, dict[str, Any]] = {}
-    alive: dict[str, list[tuple[float, int]]] = {}
-    for w in agent_windows(agents, events, started_at, ended_at):
-        a = w.agent
-        c = clusters.setdefault(a.cluster, {"preemptible": a.preemptible, "instance_type": a.instance_type,
-                                            "agents": 0, "lost": 0, "hours": 0.0, "usd": 0.0, "od": 0.0,
-                                            "released": 0})
-        alive.setdefault(a.cluster, []).extend(((w.start_at, 1), (w.end_at, -1)))
-        usd, od = w.cost_until(w.end_at)
-        c["agents"] += 1
-        c["released"] += w.released
-        c["lost"] += w.lost
-        c["hours"] += w.hours
-        c["usd"] += usd
-        c["od"] += od
-        if c["instance_type"] != a.instance_type:
-            c["instance_type"] = None  # mixed types in one cluster
-    figures = tuple(ClusterFigures(name, c["preemptible"], c["instance_type"], c["agents"], c["lost"],
-                                   c["hours"], c["usd"], c["od"], placements.get(name, 0), done_on.get(name, 0),
-                                   _peak(alive.get(name, [])), c["released"])
-                    for name, c in clusters.items())
-    return RunReport(
-        run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at, ended_at=ended_at,
-        makespan_s=max(ended_at - started_at, 0.0), tasks=len(issued | finished | failed),
-        tasks_finished=len(finished), tasks_failed=len(failed - finished), **counts,
-        clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
-        on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes),
-        orphans_adopted=len(adopted), orphans_killed=len(orphans_killed - adopted), node_timeline=tuple(timeline))
+                self.failed.add(job)
+
+    def report(self, *, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
+               agents: Sequence[AgentSpan], notes: Sequence[str] = ()) -> RunReport:
+        """The report of what was folded, with ``agents`` priced over the run (see the module docstring)."""
+        placements: dict[str, int] = {}
+        done_on: dict[str, int] = {}
+        for a in agents:
+            if a.agent_id in self.placed_on:
+                placements[a.cluster] = placements.get(a.cluster, 0) + self.placed_on[a.agent_id]
+            if a.agent_id in self.finished_on:
+                done_on[a.cluster] = done_on.get(a.cluster, 0) + self.finished_on[a.agent_id]
+        clusters: dict[str, dict[str, Any]] = {}
+        alive: dict[str, list[tuple[float, int]]] = {}
+        for w in agent_windows(agents, self.kept_events, started_at, ended_at):
+            a = w.agent
+            c = clusters.setdefault(a.cluster, {"preemptible": a.preemptible, "instance_type": a.instance_type,
+                                                "agents": 0, "lost": 0, "hours": 0.0, "usd": 0.0, "od": 0.0,
+                                                "released": 0})
+            alive.setdefault(a.cluster, []).extend(((w.start_at, 1), (w.end_at, -1)))
+            usd, od = w.cost_until(w.end_at)
+            c["agents"] += 1
+            c["released"] += w.released
+            c["lost"] += w.lost
+            c["hours"] += w.hours
+            c["usd"] += usd
+            c["od"] += od
+            if c["instance_type"] != a.instance_type:
+                c["instance_type"] = None  # mixed types in one cluster
+        figures = tuple(ClusterFigures(name, c["preemptible"], c["instance_type"], c["agents"], c["lost"],
+                                       c["hours"], c["usd"], c["od"], placements.get(name, 0), done_on.get(name, 0),
+                                       _peak(alive.get(name, [])), c["released"])
+                        for name, c in clusters.items())
+        timeline = tuple(_node_event(ev) for ev in self.kept_events if ev.kind in NODE_KINDS)
+        return RunReport(
+            run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at, ended_at=ended_at,
+            makespan_s=max(ended_at - started_at, 0.0), tasks=len(self.issued | self.finished | self.failed),
+            tasks_finished=len(self.finished), tasks_failed=len(self.failed - self.finished), **self.counts,
+            clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
+            on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes),
+            orphans_adopted=len(self.adopted), orphans_killed=len(self.orphans_killed - self.adopted),
+            node_timeline=timeline)
+
+
+def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
+                 agents: Sequence[AgentSpan], events: Sequence[RunEvent],
+                 notes: Sequence[str] = ()) -> RunReport:
+    """Count what the events say and price the agents' time (see the module docstring and `RunTally`)."""
+    same = {str(ev.fields["job_id"]): str(ev.fields["job_store_id"]) for ev in events
+            if ev.kind == "issued" and ev.fields.get("job_id") is not None and ev.fields.get("job_store_id")}
+    tally = RunTally(same)
+    for ev in events:
+        tally.add(ev)
+    return tally.report(run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at,
+                        ended_at=ended_at, agents=agents, notes=notes)
 
 
 @dataclass(frozen=True, slots=True)

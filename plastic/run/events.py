@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from plastic.core.report import RunEvent
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 class EventFollower:
-    """Reads a run's stream from the start, a batch at a time (`poll`), remembering where it stopped.
+    """Reads a run's stream from the start, one batch per `poll`, remembering where it stopped.
 
     Redis unreachable is not the run's end: `poll` returns what it has (nothing more), waits a little
     and tries again at the next poll, from where it stopped, so no event is missed or read twice.
@@ -49,42 +49,39 @@ class EventFollower:
     def reachable(self) -> bool:
         return self.down_since is None
 
-    def poll(self, *, block_ms: int | None = None, count: int = 5000) -> list[RunEvent]:
-        out: list[RunEvent] = []
-        while True:
-            try:
-                batch = self.store.read_events(self.run_id, self.last_id, count=count, block_ms=block_ms)
-            except Exception as error:
-                if not is_unavailable(error):
-                    raise
-                if self.down_since is None:
-                    self.down_since = self.clock()
-                    self.outages += 1
-                    log.warning("run %s: Redis unreachable (%s); the run goes on, its progress shows again "
-                                "when Redis is back", self.run_id, error)
-                time.sleep(min((block_ms or 0) / 1000.0, 1.0) or 0.2)
-                return out
-            if self.down_since is not None:
-                away_s = self.clock() - self.down_since
-                self.down_s += away_s
-                self.down_since = None
-                log.warning("run %s: Redis is back after %.1f s; the run's events are read on from where they "
-                            "stopped", self.run_id, away_s)
-            if not batch:
-                return out
+    def poll(self, *, block_ms: int | None = None, count: int = 1000) -> list[RunEvent]:
+        """The next events, at most ``count`` (one read of the stream): a caller loops, so however long
+        the backlog (a resume reads the whole run's), no more than one batch is held at a time."""
+        try:
+            batch = self.store.read_events(self.run_id, self.last_id, count=count, block_ms=block_ms)
+        except Exception as error:
+            if not is_unavailable(error):
+                raise
+            if self.down_since is None:
+                self.down_since = self.clock()
+                self.outages += 1
+                log.warning("run %s: Redis unreachable (%s); the run goes on, its progress shows again "
+                            "when Redis is back", self.run_id, error)
+            time.sleep(min((block_ms or 0) / 1000.0, 1.0) or 0.2)
+            return []
+        if self.down_since is not None:
+            away_s = self.clock() - self.down_since
+            self.down_s += away_s
+            self.down_since = None
+            log.warning("run %s: Redis is back after %.1f s; the run's events are read on from where they "
+                        "stopped", self.run_id, away_s)
+        if batch:
             self.last_id = batch[-1].id
-            out.extend(RunEvent(e.type, e.at, {k: decode_value(v) for k, v in e.fields.items()}) for e in batch)
-            if len(batch) < count:
-                return out
-            block_ms = None
+        return [RunEvent(e.type, e.at, {k: decode_value(v) for k, v in e.fields.items()}) for e in batch]
 
-    def drain(self, *, wait_s: float) -> list[RunEvent]:
-        """Every event left in the stream; when Redis is away, wait up to ``wait_s`` for it."""
+    def drain(self, *, wait_s: float, count: int = 1000) -> Iterator[RunEvent]:
+        """Every event left in the stream, a batch at a time; when Redis is away, wait up to ``wait_s``."""
         deadline = self.clock() + wait_s
-        out = self.poll()
-        while not self.reachable and self.clock() < deadline:
-            out += self.poll(block_ms=1000)
-        return out
+        while True:
+            batch = self.poll(count=count)
+            yield from batch
+            if len(batch) < count and (self.reachable or self.clock() >= deadline):
+                return
 
     def note(self) -> str | None:
         """A line for the report when Redis was away during the run."""

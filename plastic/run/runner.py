@@ -53,7 +53,7 @@ from plastic.core.report import (
     AgentSpan,
     KnownAgent,
     RunReport,
-    build_report,
+    RunTally,
     price_agents,
 )
 from plastic.core.run_end import run_end
@@ -416,7 +416,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         disk = DiskWatch(run_dir)
         if disk.low(now=True):
             raise disk.error(run_id)
-        events: list[Any] = []
+        tally = RunTally()  # the report's figures, folded as the events come: no list of them is kept
         log_path = run_dir / "toil.log"
         with open(log_path, "ab") as toil_log:
             proc = subprocess.Popen(inv.argv, env=inv.env, stdout=subprocess.PIPE, stderr=toil_log,
@@ -442,7 +442,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                         lease.touch_lease()
                         follow_new_agents(lease)
                     for ev in follower.poll(block_ms=int(POLL_S * 1000)):
-                        events.append(ev)
+                        tally.add(ev)
                         progress.apply(ev)
                     display.update(progress)
                 reader.join(10)
@@ -452,7 +452,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 out_chunks = []
             finally:
                 for ev in follower.drain(wait_s=REDIS_WAIT_S if redis.server is None else 10.0):
-                    events.append(ev)
+                    tally.add(ev)
                     progress.apply(ev)
                 display.update(progress)
                 display.stop()
@@ -475,10 +475,10 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
                 write_unless_full(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n", notes)
                 share_outputs(outputs, request.outdir)
         end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
-        report = build_report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
+        report = tally.report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
                               started_at=started, ended_at=ended,
-                              agents=agent_spans(plan, request.catalog_path, local_agents, events),
-                              events=events, notes=notes)
+                              agents=agent_spans(plan, request.catalog_path, local_agents, tally.kept_events),
+                              notes=notes)
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_unless_full(run_dir / "report.json", text, notes)
         if request.report_path is not None:

@@ -209,7 +209,7 @@ def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
             t.join(30)
         res = run.finish()
         (record,) = store.list_runs()
-        stream = EventFollower(store, record.id).poll()
+        stream = list(EventFollower(store, record.id).drain(wait_s=0))
         notices = store.read_notices()
     finally:
         run.stop()

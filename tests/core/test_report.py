@@ -1,13 +1,16 @@
-"""The end-of-run report (plastic.core.report) and the live progress fold (plastic.core.progress)."""
+"""The end-of-run report (plastic.core.report: build_report and the live RunTally) and the live progress
+fold (plastic.core.progress)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plastic.core.progress import Progress
-from plastic.core.report import AgentSpan, RunEvent, build_report
+from plastic.core.report import NODE_KINDS, AgentSpan, RunEvent, RunTally, build_report
 
 AGENTS = [
     AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085),
@@ -114,3 +117,52 @@ def test_resume_counts_each_toil_job_once_and_adopted_orphans_as_finished():
     assert (r.tasks, r.tasks_finished, r.tasks_failed, r.attempts) == (3, 3, 0, 4)
     assert (r.orphans_adopted, r.orphans_killed) == (1, 1)
     assert r.to_json()["orphans_adopted"] == 1
+
+
+# --- the tally folded live (what `plastic run` keeps instead of a list of events) --------------------
+
+
+_AGENT_IDS = ("core-1", "spot-1", "spot-2", "elsewhere")
+_LATER = ("placed", "requeue", "notice", "drain_kill", "let_finish", "escalation", "unplaceable", "ended",
+          "orphan_adopted", "orphan_kill", "orphan_ended", "agent", "agent_lost", "node_created", "node_released")
+
+
+@st.composite
+def streams(draw) -> list[RunEvent]:
+    """Event streams as the batch system writes them: a job's ``issued`` before its other records."""
+    out: list[RunEvent] = []
+    t = 0.0
+    for job in range(draw(st.integers(0, 12))):
+        store_id = draw(st.sampled_from([None, f"js-{job}", f"js-{job % 3}"]))  # a job issued again, too
+        out.append(ev("issued", t, job_id=str(job), **({"job_store_id": store_id} if store_id else {})))
+        for kind in draw(st.lists(st.sampled_from(_LATER), max_size=6)):
+            t += draw(st.floats(0, 100))
+            agent = draw(st.sampled_from(_AGENT_IDS))
+            out.append(ev(kind, t, job_id=str(job), agent_id=agent, node_id=agent, node_ids=[agent],
+                          task=f"{draw(st.integers(0, job))}.1",
+                          outcome=draw(st.sampled_from(["finished", "failed", "lost_for_good", "killed"])),
+                          counted_as=draw(st.sampled_from(["preempted", "lost", "none"])),
+                          state=draw(st.sampled_from(["TASK_FINISHED", "TASK_KILLED"])),
+                          notice_kind=draw(st.sampled_from(["terminate", "rebalance"]))))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(streams())
+def test_the_tally_folded_live_gives_build_reports_figures_and_keeps_no_task_records(events):
+    tally = RunTally()  # no mapping given: it learns jobStoreIDs from the issued records as they come
+    for e in events:
+        tally.add(e)
+    args = dict(run_id="r", workflow="w", outcome="succeeded", started_at=0.0, ended_at=3600.0, agents=AGENTS)
+    assert tally.report(**args) == build_report(events=events, **args)
+    assert tally.kept_events == [e for e in events if e.kind in NODE_KINDS or e.kind in ("agent", "agent_lost")]
+
+
+def test_the_tally_of_many_tasks_keeps_only_their_ids():
+    tally = RunTally()
+    for job in range(5000):
+        for kind in ("issued", "placed", "running", "ended"):
+            tally.add(ev(kind, 1.0, job_id=str(job), agent_id="core-1", outcome="finished", task=f"{job}.1"))
+    assert tally.kept_events == []
+    report = tally.report(run_id="r", workflow="w", outcome="succeeded", started_at=0, ended_at=10, agents=AGENTS)
+    assert (report.tasks, report.tasks_finished, report.attempts) == (5000, 5000, 5000)
