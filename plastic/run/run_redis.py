@@ -20,6 +20,7 @@ from typing import Any
 
 from plastic.core.errors import RunFailedError
 from plastic.store.errors import is_unavailable
+from plastic.store.urls import redact
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class RunRedis:
         self.server = start_embedded(self.data_dir)
         self.restarts += 1
         log.warning("the run's embedded Redis (pid %s) ended; started again on its files (pid %s, %s)", old_pid,
-                    self.server.pid, "same address" if self.server.url == self.url else f"NEW address {self.server.url}")
+                    self.server.pid, "same address" if self.server.url == self.url else f"NEW address {redact(self.server.url)}")
 
     def when_answering(self, write: Callable[[], Any], run_id: str, wait_s: float = WAIT_S) -> Any:
         """``write()``, tried again while Redis is unreachable, for up to ``wait_s``."""

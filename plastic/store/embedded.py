@@ -13,8 +13,10 @@ directory as its ``dir``; every file it uses there starts with ``redis.``:
 | `redis.lock` | held (flock) while a server is being started, one starter at a time   |
 
 The directory is made (or set) 0700 at every start, so the socket (``unixsocketperm 700`` too) and
-the data can be reached by this user only; the embedded server has no password.  (The TCP fallback,
-127.0.0.1 when the socket path is too long, is open to the machine's other users.)
+the data can be reached by this user only; on the socket the server has no password.  The TCP
+fallback (127.0.0.1, when the socket path is too long) can be reached by the machine's other users,
+so there the server asks for a password made at each start (``requirepass``, kept in ``redis.conf``
+and in the URL of ``redis.json``, both in the 0700 directory; shown nowhere, URLs are redacted).
 
 Persistence settings, and why:
 
@@ -49,6 +51,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import secrets
 import socket
 import subprocess
 import time
@@ -101,8 +104,10 @@ def _quote(value: str | Path) -> str:
     return f'"{text}"'
 
 
-def server_config(data_dir: Path, *, unixsocket: Path | None = None, port: int = 0) -> str:
-    """The redis.conf for a server owning ``data_dir`` (absolute), on a Unix socket or 127.0.0.1:port."""
+def server_config(data_dir: Path, *, unixsocket: Path | None = None, port: int = 0,
+                  password: str | None = None) -> str:
+    """The redis.conf for a server owning ``data_dir`` (absolute), on a Unix socket or 127.0.0.1:port
+    (with ``password``: the one a client must give)."""
     lines = [
         "# plastic's embedded Redis: generated at every start, edits are lost",
         "daemonize no",
@@ -112,6 +117,8 @@ def server_config(data_dir: Path, *, unixsocket: Path | None = None, port: int =
         lines += [f"unixsocket {_quote(unixsocket)}", "unixsocketperm 700"]
     else:
         lines += ["bind 127.0.0.1", "protected-mode yes"]
+    if password:
+        lines.append(f"requirepass {_quote(password)}")
     lines += [
         f"dir {_quote(data_dir)}",
         f"pidfile {_quote(data_dir / 'redis.pid')}",
@@ -240,7 +247,8 @@ def _serves(pid: int, url: str) -> bool:
         title = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
     except OSError:
         return False
-    where = url.removeprefix("unix://") if url.startswith("unix://") else url.split("//", 1)[-1].split("/", 1)[0]
+    where = (url.removeprefix("unix://") if url.startswith("unix://")
+             else url.split("//", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1])
     return "redis-server" in title and where in title
 
 
@@ -278,11 +286,15 @@ def start_embedded(
 
 def _spawn(binary: Path, data_dir: Path, sock: Path | None, timeout: float, die_with_parent: bool) -> EmbeddedRedis:
     attempts = 1 if sock else 3  # a free port may be taken between probing and binding
+    before = _tcp_before(data_dir) if not sock else None
     for attempt in range(attempts):
-        port = 0 if sock else _free_port()
-        url = f"unix://{sock}" if sock else f"redis://127.0.0.1:{port}/0"
+        # on TCP, the address and password of the last server on these files when free (its clients
+        # find it again); the password is made once per directory: other users could reach the port
+        port = 0 if sock else (before[0] if before and attempt == 0 and _port_free(before[0]) else _free_port())
+        password = None if sock else (before[1] if before else secrets.token_urlsafe(24))
+        url = f"unix://{sock}" if sock else f"redis://:{password}@127.0.0.1:{port}/0"
         conf = data_dir / "redis.conf"
-        conf.write_text(server_config(data_dir, unixsocket=sock, port=port))
+        _write_private(conf, server_config(data_dir, unixsocket=sock, port=port, password=password))
         process = subprocess.Popen(
             [str(binary), str(conf)],
             cwd=data_dir,
@@ -305,10 +317,44 @@ def _spawn(binary: Path, data_dir: Path, sock: Path | None, timeout: float, die_
             raise
         atexit.register(handle.stop)
         tmp = data_dir / f".{STATE_FILE}.{os.getpid()}"
-        tmp.write_text(json.dumps({"url": url, "pid": process.pid}))
+        _write_private(tmp, json.dumps({"url": url, "pid": process.pid}))
         os.replace(tmp, data_dir / STATE_FILE)
         return handle
     raise AssertionError("unreachable")
+
+
+def _tcp_before(data_dir: Path) -> tuple[int, str] | None:
+    """(port, password) of the last TCP server configured on ``data_dir`` (its redis.conf), if any."""
+    try:
+        lines = (data_dir / "redis.conf").read_text().splitlines()
+    except OSError:
+        return None
+    found = dict(line.split(" ", 1) for line in lines if line.startswith(("port ", "requirepass ")))
+    try:
+        port, password = int(found["port"]), found["requirepass"].strip('"')
+    except (KeyError, ValueError):
+        return None
+    return (port, password) if port and password and password.isascii() else None
+
+
+def _port_free(port: int) -> bool:
+    """Nothing listens on 127.0.0.1:``port`` (connections in TIME_WAIT do not stop Redis, which binds
+    with SO_REUSEADDR, so they do not count here)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only whatever the umask (it may hold a password)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
 
 
 def _log_tail(data_dir: Path, lines: int = 5) -> str:

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -160,10 +161,27 @@ def test_a_stale_state_file_is_ignored(tmp_path):
         assert server.owned and server.client().ping()
 
 
-def test_tcp_transport(tmp_path):
+def test_tcp_transport_asks_for_a_password_kept_across_restarts(tmp_path):
+    from redis import Redis
+    from redis.exceptions import AuthenticationError, ResponseError
+
+    from plastic.store.urls import redact
+
     with start_embedded(tmp_path, transport="tcp") as server:
-        assert server.url.startswith("redis://127.0.0.1:")
+        parts = urlsplit(server.url)
+        assert parts.hostname == "127.0.0.1" and len(parts.password or "") >= 24
         assert server.client().ping()
+        Store(server.client()).create_run("r1")
+        with Redis(host="127.0.0.1", port=parts.port) as stranger:  # another user on the machine
+            with pytest.raises((AuthenticationError, ResponseError), match="(?i)auth"):
+                stranger.get("anything")
+        assert parts.password not in redact(server.url)
+        for name in ("redis.conf", "redis.json"):
+            assert (tmp_path / name).stat().st_mode & 0o077 == 0
+        first = server.url
+    with start_embedded(tmp_path, transport="tcp") as again:  # the same address and password, data back
+        assert again.url == first
+        assert Store(again.client()).get_run("r1") is not None
 
 
 def test_a_bad_binary_is_reported(tmp_path):
