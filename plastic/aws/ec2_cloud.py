@@ -27,6 +27,7 @@ from plastic.core.elastic_model import NodeState
 from plastic.core.errors import InputError
 from plastic.core.model import Market
 from plastic.providers.base import CapacityError, ProviderError
+from plastic.store.urls import ca_file, set_ca
 
 log = logging.getLogger(__name__)
 
@@ -74,15 +75,36 @@ def run_filter(run_id: str) -> list[dict[str, Any]]:
     return [{"Name": f"tag:{TAG_RUN}", "Values": [run_id]}, {"Name": f"tag:{TAG_MANAGED}", "Values": [MANAGED_BY]}]
 
 
+INSTANCE_CA = "/etc/plastic/redis-ca.pem"  # where an instance's watcher finds the TLS server's CA
+
+
+def instance_redis(url: str) -> tuple[str, bytes]:
+    """(the Redis URL as an instance uses it, the CA to write there): a ``rediss://`` URL's CA file
+    (``--redis-ca``, a path on this machine) is read here and the URL points at INSTANCE_CA."""
+    path = ca_file(url)
+    if path is None:
+        return url, b""
+    try:
+        pem = Path(path).read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot read the CA file: {error.strerror or error}", source=path,
+                         field="--redis-ca") from None
+    return set_ca(url, INSTANCE_CA), pem
+
+
 def render_user_data(*, run_id: str, cluster: str, instance_type: str, market: Market, master: str, redis: str,
                      agent_image: str) -> str:
     try:
         text = USER_DATA.read_text(encoding="utf-8")
     except OSError as error:
         raise ProviderError(f"cannot read the user-data template ({error})", source=str(USER_DATA)) from None
+    url, ca_pem = instance_redis(redis)
+    if any(c in url for c in "\n\r"):
+        raise InputError("a Redis URL is one line", field="--redis")
     return string.Template(text).substitute(
         RUN_ID=run_id, CLUSTER=cluster, INSTANCE_TYPE=instance_type, MARKET=str(market),
-        PREEMPTIBLE="true" if market is Market.SPOT else "false", MASTER=master, REDIS=redis, AGENT_IMAGE=agent_image)
+        PREEMPTIBLE="true" if market is Market.SPOT else "false", MASTER=master, REDIS=url,
+        REDIS_CA_B64=base64.b64encode(ca_pem).decode(), AGENT_IMAGE=agent_image)
 
 
 # ------------------------------------------------------------------ the calls

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import click
 
@@ -36,20 +37,24 @@ def cloud_group() -> None:
 @click.option("--master", default="zk://127.0.0.1:2181/mesos", show_default=True,
               help="The Mesos master the agents join (host:port or zk://...).")
 @click.option("--redis", "redis_url", default="redis://127.0.0.1:6379/0", show_default=True,
-              help="The run's Redis, where spot agents' watchers publish notices.")
+              help="The run's Redis, where spot agents' watchers publish notices (rediss://... for TLS).")
+@click.option("--redis-ca", "redis_ca", metavar="FILE",
+              help="CA certificate (PEM) of a rediss:// Redis; it is written on each spot instance for its watcher.")
 @click.option("--agent-image", default=AGENT_IMAGE, show_default=True,
               help="Docker image of the Mesos agent (deploy/mesos/Dockerfile), pullable by the instances.")
 @click.option("--catalog", "catalog_path", help="Instance catalog (default: the bundled AWS us-east-1 one).")
 @click.option("--dry-run", is_flag=True, help="Print the API calls up would make; make none.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def cloud_up(plan_path: str, run_id: str, region: str | None, subnet: str | None, key_name: str | None,
-             image_id: str, instance_profile: str | None, master: str, redis_url: str, agent_image: str,
-             catalog_path: str | None, dry_run: bool, fmt: str) -> None:
+             image_id: str, instance_profile: str | None, master: str, redis_url: str, redis_ca: str | None,
+             agent_image: str, catalog_path: str | None, dry_run: bool, fmt: str) -> None:
     """Create the plan's clusters on EC2 (what the run already has is not created again)."""
     from plastic.aws import cloud
     from plastic.aws.ec2_cloud import Aws, NodeSettings, check_run_id
+    from plastic.cli.redis_opts import redis_url as checked_url
 
     check_run_id(run_id)
+    redis_url = checked_url(redis_url, redis_ca) or redis_url
     catalog = _catalog(catalog_path)
     orders = cloud.read_orders(plan_path, catalog)
     aws = Aws.connect(region, dry_run=dry_run)
@@ -59,7 +64,7 @@ def cloud_up(plan_path: str, run_id: str, region: str | None, subnet: str | None
     res = cloud.up(aws, run_id, orders, catalog, settings)
     if dry_run:
         for service, op, params in aws.calls:
-            click.echo(f"{service}:{op} {json.dumps(params, sort_keys=True, default=str)}")
+            click.echo(f"{service}:{op} {json.dumps(_shown(params), sort_keys=True, default=str)}")
         click.echo(f"plastic cloud up --dry-run: {len(aws.calls)} call(s) would be made; none was", err=True)
         return
     if fmt == "json":
@@ -131,3 +136,13 @@ def cloud_down(run_id: str, region: str | None, wait_seconds: float) -> None:
     if not removed:
         click.echo(f"nothing is tagged plastic:run={run_id}")
     click.echo(f"plastic cloud down: {len(aws.calls)} API call(s) in {time.monotonic() - t0:.1f} s", err=True)
+
+
+def _shown(value: Any) -> Any:
+    """A call's parameters for printing: user data (it holds the Redis URL, password and all) as its size."""
+    if isinstance(value, dict):
+        return {k: (f"<{len(v)} characters of base64, not shown>" if k == "UserData" and isinstance(v, str)
+                    else _shown(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value

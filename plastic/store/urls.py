@@ -51,10 +51,25 @@ def with_ca(url: str | None, ca_file: str | Path | None, option: str = "--redis-
         raise InputError(f"goes with a rediss:// (TLS) Redis URL, not {shown}", field=option)
     path = os.path.abspath(ca_file)
     _check_readable(path, option)
+    return set_ca(url, path)
+
+
+def set_ca(url: str, path: str) -> str:
+    """``url`` with ``path`` as its CA file (replacing any), unchecked: a path on another machine."""
     parts = urlsplit(url)
     kept = [q for q in parts.query.split("&") if q and q.partition("=")[0] != CA_PARAM]
     query = "&".join([*kept, f"{CA_PARAM}={quote(path, safe='/')}"])
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def ca_file(url: str | None) -> str | None:
+    """The CA file a ``rediss://`` URL names (its ssl_ca_certs parameter), or None."""
+    if not url:
+        return None
+    try:
+        return dict(parse_qsl(urlsplit(url).query)).get(CA_PARAM)
+    except ValueError:
+        return None
 
 
 def _check_readable(path: str, option: str) -> None:
