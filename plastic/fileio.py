@@ -9,8 +9,16 @@ from pathlib import Path
 from plastic.core.errors import InputError
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and back: the only way POSIX offers)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: str, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: never a half-written file."""
+    """Write to a temporary file beside `path`, then rename: never a half-written file.  The file gets
+    the mode the umask gives a new file (0644 under 022; 0600 in a run directory, under 077)."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
@@ -21,6 +29,7 @@ def write_atomically(path: str, text: str) -> None:
         return
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())  # as open() would make it, not mkstemp's 0600
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, target)
