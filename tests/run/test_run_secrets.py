@@ -119,3 +119,37 @@ def test_a_wrong_password_or_user_is_one_line_without_it(secured_redis, tmp_path
                          text=True, cwd=tmp_path, timeout=60, check=False)
     assert_one_line_error(res, "--redis", "cannot reach Redis", "invalid username-password pair")
     assert "not-the-password" not in res.stderr and secret not in res.stderr
+
+
+def test_a_run_directory_too_long_for_a_socket_gets_a_redis_with_a_password(tmp_path):
+    """The embedded Redis falls back to 127.0.0.1 when the run directory's socket path is too long;
+    there, where other local users could reach it, it asks for a password that only the run's own
+    private files hold, and the run works through it."""
+    from urllib.parse import urlsplit
+
+    from redis import Redis
+    from redis.exceptions import AuthenticationError, ResponseError
+
+    run_dir = tmp_path / ("a-long-directory-name-" * 5) / "run"
+    assert len(str(run_dir / "redis" / "redis.sock")) > 108
+    env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
+    argv = [sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"), str(SG / "job.yml"),
+            "--run-dir", str(run_dir), "--outdir", str(tmp_path / "out"), "--quiet"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    state = run_dir / "redis" / "redis.json"
+    deadline = time.monotonic() + 60
+    while not state.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    url = json.loads(state.read_text())["url"]
+    parts = urlsplit(url)
+    assert parts.scheme == "redis" and parts.hostname == "127.0.0.1" and parts.password
+    with Redis(host="127.0.0.1", port=parts.port, socket_timeout=5) as stranger:  # another user on the machine
+        with pytest.raises((AuthenticationError, ResponseError), match="(?i)auth"):
+            stranger.keys("*")
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr.decode()[-3000:]
+    assert parts.password.encode() not in stdout + stderr
+    holding = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*")
+                     if p.is_file() and parts.password.encode() in p.read_bytes())
+    assert holding in (["redis/redis.conf"], ["redis/redis.conf", "redis/redis.json"]), holding
+    assert all((run_dir / p).stat().st_mode & 0o077 == 0 for p in holding)
