@@ -171,9 +171,11 @@ def decision_time(repeats: int = 50) -> dict:
     return out
 
 
-def local_replay(trace: Path, scale: float, rate: float, seed: int) -> dict:
+def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: float = 0.0) -> dict:
     """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow):
-    static and elastic, calm and with seeded interruptions; each run's outputs checked."""
+    static and elastic, calm and with seeded interruptions; each run's outputs checked.  With
+    ``boot_s`` > 0 the elastic runs' new agents take that long to join (`--boot-seconds`), and the
+    controller looks that far ahead."""
     import tempfile
 
     from bench import spot_replay as sr
@@ -187,11 +189,12 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int) -> dict:
         wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, sr.WORKFLOWS)
         sinks = sr.sinks(spot_plan["tasks"])
         chaos = ("--interrupt-rate", f"{rate:g}", "--notice-seconds", f"{notice:g}", "--seed", str(seed))
-        for label, extra in (("static calm", ()), ("elastic calm", ("--elastic",)),
-                             ("static interrupted", chaos), ("elastic interrupted", ("--elastic", *chaos))):
+        elastic = ("--elastic", *(("--boot-seconds", f"{boot_s:g}") if boot_s > 0 else ()))
+        for label, extra in (("static calm", ()), ("elastic calm", elastic),
+                             ("static interrupted", chaos), ("elastic interrupted", (*elastic, *chaos))):
             rows.append(sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra))
     print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min (seed {seed}), "
-          f"notice {notice:g} s; {machine()}")
+          f"notice {notice:g} s, elastic boot {boot_s:g} s; {machine()}")
     print(f"{'run':<20}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}{'lost':>5}")
     for row in rows:
         r = row.get("report") or {}
@@ -200,7 +203,7 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int) -> dict:
               f"{sum(c['agent_hours'] for c in cl):>9.4f}{r.get('cost_usd', float('nan')):>10.6f}"
               f"{sum(c.get('peak_nodes', 0) for c in cl):>5}{sum(c.get('nodes_released', 0) for c in cl):>9}"
               f"{sum(c['agents_lost'] for c in cl):>5}")
-    return {"trace": trace.name, "scale": scale, "rate": rate, "seed": seed,
+    return {"trace": trace.name, "scale": scale, "rate": rate, "seed": seed, "boot_s": boot_s,
             "rows": [{k: v for k, v in row.items() if k != "report"} | {"report": row.get("report")} for row in rows]}
 
 
@@ -215,11 +218,14 @@ def main() -> None:
                     help="also replay this trace through plastic run on the local cluster, static and elastic")
     ap.add_argument("--local-scale", type=float, default=0.25, help="runtime factor of the local replay")
     ap.add_argument("--local-rate", type=float, default=0.5, help="local replay: interruptions/spot agent/minute")
+    ap.add_argument("--local-boot", type=float, metavar="SECONDS",
+                    help="local replay: the elastic runs' boot time (default: --boot-seconds x --local-scale)")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
     out: dict = {"machine": machine(), "decision": decision_time()}
     if args.local:
-        out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1)
+        boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
+        out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot)
     if not args.decision:
         paths = sorted(p for p in TRACES.iterdir() if fnmatch.fnmatch(p.name, args.traces))
         traces = [run_trace(p, args.seeds, args.rate, args.boot_seconds) for p in paths]
