@@ -15,8 +15,9 @@ directory as its ``dir``; every file it uses there starts with ``redis.``:
 The directory is made (or set) 0700 at every start, so the socket (``unixsocketperm 700`` too) and
 the data can be reached by this user only; on the socket the server has no password.  The TCP
 fallback (127.0.0.1, when the socket path is too long) can be reached by the machine's other users,
-so there the server asks for a password made at each start (``requirepass``, kept in ``redis.conf``
-and in the URL of ``redis.json``, both in the 0700 directory; shown nowhere, URLs are redacted).
+so there the server asks for a password made once per directory (``requirepass``, kept in
+``redis.conf`` and in the URL of ``redis.json``, both 0600 in the 0700 directory; shown nowhere, URLs
+are redacted); a restart on the same files keeps it, and the port when it is free.
 
 Persistence settings, and why:
 
@@ -247,8 +248,11 @@ def _serves(pid: int, url: str) -> bool:
         title = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
     except OSError:
         return False
-    where = (url.removeprefix("unix://") if url.startswith("unix://")
-             else url.split("//", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1])
+    if url.startswith("unix://"):
+        where = url.removeprefix("unix://")
+    else:
+        parts = urlsplit(url)
+        where = f"{parts.hostname}:{parts.port}"  # not the password before them
     return "redis-server" in title and where in title
 
 
