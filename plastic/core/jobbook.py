@@ -37,14 +37,12 @@ from plastic.core.jobbook_records import AttemptEnded, TaskStateChanged
 from plastic.core.jobs import (
     ENDED,
     EXIT_UNKNOWN,
-    FORGOTTEN,
     LIVE,
     LOSS_STATES,
     TERMINAL_STATES,
     Attempt,
     Job,
     exit_code_of,
-    loss_cause,
     split_task_id,
 )
 from plastic.core.lifecycle import (
@@ -250,9 +248,8 @@ class JobBook:
             return
         preemptible_agent = (agent_id in self.notices.draining
                              or (agent_id in self.agents and self.agents[agent_id].preemptible))
-        # never launched, or forgotten by a master (not the spot market's doing): counts nothing
-        if cause == "dropped" or (cause == FORGOTTEN and agent_id not in self.notices.draining):
-            kind = "dropped"
+        if cause == "dropped":
+            kind = "dropped"  # the launch never happened: counts nothing
         elif preemptible_agent:
             kind = "preempted"
         else:
@@ -589,7 +586,8 @@ class JobBook:
                 self._end(job, S.FAILED, JobOutcome.FAILED, EXIT_UNKNOWN if code is None else code, now, out,
                           ev.reason or "killed by someone else", ev.message)
         elif st in LOSS_STATES:
-            self._requeue(job, loss_cause(st, ev.reason), now, out, detail=ev.reason)
+            self._requeue(job, "dropped" if st == "TASK_DROPPED" else st.removeprefix("TASK_").lower(), now, out,
+                          detail=ev.reason)
         else:
             out.append(rec.UnknownStateSeen(ev.mesos_task_id, st))
 

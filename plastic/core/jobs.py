@@ -22,15 +22,6 @@ LOSS_STATES = frozenset({"TASK_LOST", "TASK_UNREACHABLE", "TASK_GONE", "TASK_GON
                          "TASK_DROPPED", "TASK_UNKNOWN"})
 TERMINAL_STATES = LOSS_STATES | {"TASK_FINISHED", "TASK_FAILED", "TASK_ERROR", "TASK_KILLED"}
 EXIT_UNKNOWN = 255
-FORGOTTEN = "unknown_to_master"  # a requeue's cause: reconciliation answered TASK_UNKNOWN
-
-
-def loss_cause(state: str, reason: str | None) -> str:
-    """The cause a requeue records for a loss state: ``dropped`` (never launched), FORGOTTEN (a master
-    that failed over or restarted has no record of the task), else the state (``lost``, ``gone``, ...)."""
-    if state == "TASK_UNKNOWN" and reason == "REASON_RECONCILIATION":
-        return FORGOTTEN
-    return "dropped" if state == "TASK_DROPPED" else state.removeprefix("TASK_").lower()
 _EXITED = re.compile(r"exited with status (-?\d+)")
 
 

@@ -188,19 +188,6 @@ def test_loss_states_requeue(state):
     assert h.book.jobs["j"].state is TaskState.QUEUED and h.book.jobs["j"].preemptions == 1
 
 
-def test_a_task_the_master_forgot_is_run_again_without_spending_preempt_budget():
-    """Reconciliation after a master failover answers TASK_UNKNOWN for a task the new master never
-    heard of: not the spot market's doing, so neither a preemption nor a loss (a notice's is one)."""
-    h = Harness()
-    t = h.run(agent=BURST)
-    cmds = h.status(t, "TASK_UNKNOWN", reason="REASON_RECONCILIATION")
-    (requeue,) = records(cmds, "requeue")
-    assert (requeue["counted_as"], requeue["cause"]) == ("dropped", "unknown_to_master")
-    job = h.book.jobs["j"]
-    assert (job.state, job.attempt, job.preemptions, job.losses) == (TaskState.QUEUED, 2, 0, 0)
-    h.book.validate()
-
-
 def test_dropped_launch_requeues_without_counting():
     h = Harness()
     h.issue()
