@@ -110,7 +110,10 @@ class ChaosRun:
 
     def interrupt(self, **body: Any) -> list[dict[str, Any]]:
         resp = httpx.post(self.master + "/plastic/interrupt", json=body, timeout=10)
-        resp.raise_for_status()
+        if resp.is_error:  # say what the master said, and what it had
+            agents = [{k: a.get(k) for k in ("id", "cluster", "preemptible", "status", "tasks")}
+                      for a in self.status()["agents"]]
+            raise AssertionError(f"interrupt {body}: {resp.status_code} {resp.text}; agents: {agents}")
         return resp.json()["interrupted"]
 
     def kill_agent(self, agent_id: str) -> None:
