@@ -179,16 +179,13 @@ class RunTally:
         self.issued: set[str] = set()
         self.finished: set[str] = set()
         self.failed: set[str] = set()
-        self.kept: set[str] = set()  # left to finish through a notice
+        self.left_to_finish: set[str] = set()  # through a notice (let_finish)
         self.counts = dict.fromkeys(COUNTS, 0)
         self.placed_on: dict[str, int] = {}  # agent id -> placements there
         self.finished_on: dict[str, int] = {}  # agent id -> tasks finished there
         self.adopted: set[str] = set()
         self.orphans_killed: set[str] = set()
         self.kept_events: list[RunEvent] = []  # agent and node records, in stream order
-
-    def _job(self, fields: Mapping[str, Any]) -> str | None:
-        return _job(fields, self.same)
 
     def add(self, ev: RunEvent) -> None:
         f = ev.fields
@@ -199,7 +196,7 @@ class RunTally:
         elif kind == "issued":
             if f.get("job_id") is not None and f.get("job_store_id"):
                 self.same.setdefault(str(f["job_id"]), str(f["job_store_id"]))
-            job = self._job(f)
+            job = _job(f, self.same)
             if job is not None:
                 self.issued.add(job)
         elif kind == "placed":
@@ -218,9 +215,9 @@ class RunTally:
             counts["drain_kills"] += 1
         elif kind == "let_finish":
             counts["let_finish"] += 1
-            job = self._job(f)
+            job = _job(f, self.same)
             if job is not None:
-                self.kept.add(job)
+                self.left_to_finish.add(job)
         elif kind == "escalation":
             counts["escalations"] += 1
         elif kind == "unplaceable":
@@ -230,16 +227,16 @@ class RunTally:
         elif kind == "orphan_kill":
             self.orphans_killed.add(str(f.get("task")))
         elif kind == "orphan_ended" and f.get("state") == "TASK_FINISHED":  # its work is in the job store
-            job = self._job({"job_id": str(f.get("task", "")).split(".")[0]})
+            job = _job({"job_id": str(f.get("task", "")).split(".")[0]}, self.same)
             if job is not None:
                 self.finished.add(job)
         elif kind == "ended":
-            job = self._job(f)
+            job = _job(f, self.same)
             if job is None:
                 return
             if f.get("outcome") == "finished":
                 self.finished.add(job)
-                if job in self.kept:
+                if job in self.left_to_finish:
                     counts["finished_in_window"] += 1
                 agent_id = str(f.get("agent_id"))
                 self.finished_on[agent_id] = self.finished_on.get(agent_id, 0) + 1
