@@ -352,12 +352,14 @@ class RunningCluster:
         self.apply(self.state.advance(time.time()))
 
     # ================================================================ agent deaths
-    def kill_agent(self, agent_id: str, cause: str = "killed") -> None:
-        """The agent dies without notice: its process groups are SIGKILLed, its IMDS goes away."""
+    def kill_agent(self, agent_id: str, cause: str = "killed") -> list[str]:
+        """The agent dies without notice: its process groups are SIGKILLed, its IMDS goes away.  Returns the
+        ids of the tasks it was running at that moment."""
         assert self.state is not None
         rt = self.agents.get(agent_id)
         if rt is None or not rt.alive:
-            return
+            return []
+        running = sorted(task_id for _, task_id in rt.tasks)
         pids = rt.die()
         from plastic.local.supervisor import sweep
 
@@ -370,6 +372,7 @@ class RunningCluster:
         self.apply(self.state.agent_lost(agent_id, time.time(), cause))
         if self.options.replace_after_s is not None and cause != "terminated":
             self._spawn(self._replace(self.state.agents[agent_id].spec, self.options.replace_after_s))
+        return running
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -6,7 +6,7 @@
     GET  /version            like a 1.11.1 master, plus a field naming the emulation
     GET  /plastic/status     agents, resources, tasks, frameworks, interruptions (JSON)
     POST /plastic/interrupt  {"agent_id" | "cluster", "notice_seconds", "rebalance_only"}
-    POST /plastic/kill-agent {"agent_id"}
+    POST /plastic/kill-agent {"agent_id"}  -> {"killed", "tasks": the ids it was running}
     GET  /plastic/sandbox?task_id=..[&framework_id=..]
     POST /plastic/shutdown
 """
@@ -311,8 +311,8 @@ async def plastic_kill_agent(request: web.Request) -> web.Response:
             raise P.CallError(409, f"agent {agent_id} is already dead")
     except P.CallError as exc:
         return _error(exc.status, exc.message)
-    cluster.kill_agent(agent_id, "killed by operator (no notice)")
-    return _json({"killed": agent_id})
+    running = cluster.kill_agent(agent_id, "killed by operator (no notice)")
+    return _json({"killed": agent_id, "tasks": running})
 
 
 async def plastic_shutdown(request: web.Request) -> web.Response:

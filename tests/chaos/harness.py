@@ -116,8 +116,11 @@ class ChaosRun:
             raise AssertionError(f"interrupt {body}: {resp.status_code} {resp.text}; agents: {agents}")
         return resp.json()["interrupted"]
 
-    def kill_agent(self, agent_id: str) -> None:
-        httpx.post(self.master + "/plastic/kill-agent", json={"agent_id": agent_id}, timeout=10).raise_for_status()
+    def kill_agent(self, agent_id: str) -> list[str]:
+        """The agent dies now, without notice; returns the ids of the tasks it was running then."""
+        resp = httpx.post(self.master + "/plastic/kill-agent", json={"agent_id": agent_id}, timeout=10)
+        resp.raise_for_status()
+        return resp.json()["tasks"]
 
     def decisions(self) -> list[dict[str, Any]]:
         """The decisions written so far."""

@@ -169,12 +169,22 @@ def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
     published: list[tuple[str, str | None]] = []
     try:
         run.wait_for("a few finished tasks", lambda: run.finished_count() >= 8)
-        killed = run.wait_for("a busy burst agent", run.busy_spot_agent)
-        running_on_killed = {d["job_id"] for d in run.decisions() if d["kind"] == "running"
-                             and d["agent_id"] == killed}
-        run.kill_agent(killed)
-        killed_at = time.time()
-        flooded = run.wait_for("another busy burst agent", lambda: run.busy_spot_agent(exclude={killed}))
+        # a task lasts 2 s: on a loaded machine the agent's tasks can end between the status read and the
+        # kill, so the kill is tried again on another busy agent until it takes a task with it
+        empty_kills: set[str] = set()
+        for _ in range(4):
+            killed = run.wait_for("a busy burst agent", lambda: run.busy_spot_agent(exclude=empty_kills))
+            running_on_killed = {d["job_id"] for d in run.decisions() if d["kind"] == "running"
+                                 and d["agent_id"] == killed}
+            took = run.kill_agent(killed)
+            killed_at = time.time()
+            if took:
+                break
+            empty_kills.add(killed)
+        else:
+            raise AssertionError(f"every agent killed was idle by the time of the kill: {sorted(empty_kills)}")
+        flooded = run.wait_for("another busy burst agent",
+                               lambda: run.busy_spot_agent(exclude={killed} | empty_kills))
         agent = next(a for a in run.status()["agents"] if a["id"] == flooded)
         target, instance = f"agent:{flooded}", f"instance:{agent['instance_id']}"
         (sched,) = run.interrupt(agent_id=flooded, notice_seconds=12)
