@@ -24,6 +24,7 @@ With ``lead_s`` 0 this is the free room now and nothing else.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Mapping, Sequence
@@ -175,19 +176,23 @@ class _Ahead:
                 self.open[node_id] = room
 
     def _place(self, t: float) -> None:
+        if not self.open:
+            return
+        # the most any open room has: a group larger than that fits none (rooms only shrink in here)
+        most_vcpus = max(r.vcpus for r in self.open.values())
+        most_ram_mib = max(r.ram_mib for r in self.open.values())
+        due_at = self.due_at
         for entry in self.groups:
             g, ids = entry
-            k = 0
-            while k < len(ids) and self.due_at[ids[k]] + self.lead_s < t:
-                k += 1
-            if k:  # not started within a boot of being queued: for new nodes
+            if not ids:
+                continue
+            if due_at[ids[0]] + self.lead_s < t:  # not started within a boot of being queued: for new nodes
+                k = bisect.bisect_left(ids, t, key=lambda i: due_at[i] + self.lead_s)
                 self.left += ids[:k]
                 entry[1] = ids = ids[k:]
-            if not ids or self.due_at[ids[0]] > t or not self.open:
+            if not ids or due_at[ids[0]] > t or g.vcpus > most_vcpus or g.ram_mib > most_ram_mib or not self.open:
                 continue
-            due = 0
-            while due < len(ids) and self.due_at[ids[due]] <= t:
-                due += 1
+            due = len(ids) if due_at[ids[-1]] <= t else bisect.bisect_right(ids, t, key=due_at.__getitem__)
             eligible = [r for r in self.open.values() if r.vcpus >= g.vcpus and r.ram_mib >= g.ram_mib
                         and (r.reliable or not g.needs_reliable)
                         and (g.instance_type is None or r.instance_type == g.instance_type)]
