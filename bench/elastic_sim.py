@@ -9,7 +9,9 @@ A WfCommons trace's DAG runs on nodes that a *policy* buys and releases:
 - ``reactive``: a baseline modelled on Toil's cluster scaler: every ``look_s`` seconds (5, as plastic run looks), the queued
   work that does not fit the free room gets new nodes by Toil's BinPackedFit (shapes smallest first,
   spot before on-demand, price ignored: bench/baselines.py), and a node idle for ``reactive_idle_s``
-  (600 s) is released; it starts like the elastic policy.
+  (600 s) is released; it starts like the elastic policy, from the plan's first nodes;
+- ``reactive-cold``: the same scaler started as Toil's is (no worker nodes, minNodes 0): from the plan's
+  reliable node alone, as every policy here keeps one.
 
 The world: a task is queued when its parents have finished; queued tasks are placed (reliable first,
 larger first, preemptible work on spot nodes first, the tightest node that fits: the JobBook's rules)
@@ -146,7 +148,12 @@ class Simulation:
         self.preemptions = 0
         self.last_end = 0.0
         self.peak = 0
-        planned = plan.nodes if policy == "static" else starting_nodes(plan.nodes, plan.tasks)
+        if policy == "static":
+            planned = tuple(plan.nodes)
+        elif policy == "reactive-cold":  # Toil's scaler as users start it: no workers, the reliable node only
+            planned = tuple(n for n in plan.nodes if n.market is Market.ON_DEMAND)[:1]
+        else:
+            planned = starting_nodes(plan.nodes, plan.tasks)
         for n in planned:
             self._buy(self.by_name[(n.instance_type, n.market)], n.cluster)
         names = {(n.instance_type, n.market): n.cluster for n in plan.nodes}
@@ -272,7 +279,7 @@ class Simulation:
     def _look(self) -> None:
         if self.policy == "elastic":
             self._elastic()
-        elif self.policy == "reactive":
+        elif self.policy in ("reactive", "reactive-cold"):
             self._reactive()
         if self.done < len(self.tasks):
             self._at(self.now + self.look_s, "look", ())

@@ -5,6 +5,8 @@ work back in the queue and the run still completes, and a seed gives the same ru
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.elastic_sim import MIN_BILLED_S, Simulation, simulate
 from plastic.core.model import (
@@ -38,7 +40,7 @@ def plan_of(tasks):
     return plan_workload(Workload(tuple(tasks)), CATALOG)
 
 
-@pytest.mark.parametrize("policy", ["static", "elastic", "reactive"])
+@pytest.mark.parametrize("policy", ["static", "elastic", "reactive", "reactive-cold"])
 def test_every_policy_finishes_and_costs_price_times_lifetime(policy):
     tasks = dag()
     sim = Simulation(tasks, plan_of(tasks), SHAPES, policy, boot_s=60.0)
@@ -50,6 +52,9 @@ def test_every_policy_finishes_and_costs_price_times_lifetime(policy):
     assert all(n.ended_at is not None and n.ended_at <= res.makespan_s for n in sim.nodes.values())
     if policy == "elastic":
         assert any(n.spot for n in sim.nodes.values())  # the scatter got spot nodes the start did not have
+    if policy == "reactive-cold":  # started as Toil's scaler is: the reliable node alone, the rest bought
+        assert [n.shape.reliable for n in sim.nodes.values() if n.created_at == 0.0] == [True]
+        assert len(sim.nodes) > 1
 
 
 def test_interruptions_requeue_work_and_the_run_completes_the_same_way_for_a_seed():
@@ -86,3 +91,45 @@ def test_looking_a_boot_ahead_has_the_scatter_nodes_up_when_split_ends():
     assert ahead.completion == blind.completion == 1.0
     assert ahead.makespan_s <= blind.makespan_s - 25  # the sorts did not wait a whole boot after split
     assert ahead.usd <= blind.usd * 1.05
+
+
+# ---------------------------------------------------------------- the cost floor (bench/elastic_bound.py)
+
+def test_the_floor_of_a_hand_made_dag_is_the_arithmetic_of_its_rules():
+    """split 30 s -> 8 sorts of 300 s -> merge 30 s, boot 60 s, capped at 450 s: the window is 390 s,
+    every sort crosses its middle, so 8 vCPUs run at once; the reliable c5.large (2 vCPUs, the whole
+    run) takes two of them; six more vCPUs boot: three m5.large spot is the cheapest way."""
+    from bench.elastic_bound import critical_path_s, usd_lower_bound
+
+    tasks = dag()
+    assert critical_path_s(tasks) == 360.0
+    work = 30 + 8 * 300 + 30
+    core = 0.085 * (60 + 360) / 3600
+    boots = 3 * 0.0326 * 60 / 3600
+    busy = (0.0326 / 2) / 3600 * (work - 2 * 390)
+    assert usd_lower_bound(tasks, SHAPES, 450.0) == pytest.approx(core + boots + busy)
+    assert usd_lower_bound(tasks, SHAPES, 419.0) == float("inf")  # shorter than boot + critical path
+
+
+dags = st.lists(st.tuples(st.integers(1, 4), st.floats(1.0, 900.0),
+                          st.sampled_from([RELIABLE, PREEMPTIBLE, Preempt(1)]),
+                          st.lists(st.integers(0, 30), max_size=3)), min_size=1, max_size=14)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dags, st.sampled_from(["static", "elastic", "reactive", "reactive-cold"]), st.sampled_from([0.0, 40.0]),
+       st.sampled_from([10.0, 60.0]))
+def test_no_simulated_run_pays_less_than_the_floor_for_its_own_makespan(shape, policy, rate, boot_s):
+    """Any DAG, any policy, calm or interrupted: the run's USD is at least the floor computed with the
+    run's own makespan as the cap (the floor is a lower bound, or the benchmark's verdicts would lie)."""
+    from bench.elastic_bound import usd_lower_bound
+    from plastic.core.elastic_model import ElasticPolicy
+
+    tasks = []
+    for i, (vcpus, runtime, preempt, parents) in enumerate(shape):
+        ps = tuple(sorted({f"t{p}" for p in parents if p < i}))
+        tasks.append(TaskSpec(f"t{i}", vcpus, 1024 * vcpus, preempt, runtime, parents=ps))
+    kw = {"elastic_policy": ElasticPolicy(lead_s=boot_s)} if policy == "elastic" else {}
+    res = simulate(tasks, plan_of(tasks), SHAPES, policy, seed=5, rate_per_hour=rate, boot_s=boot_s, **kw)
+    assert res.completion == 1.0
+    assert res.usd >= usd_lower_bound(tasks, SHAPES, res.makespan_s, boot_s=boot_s) * (1 - 1e-9)
