@@ -44,6 +44,7 @@ from plastic.core.elastic_model import (
     NodeState,
     NodeView,
     TerminateNode,
+    UncordonNode,
     WaitingTask,
 )
 from plastic.core.elastic_packing import BAND_RISK, UNKNOWN_BAND_RISK
@@ -323,6 +324,8 @@ class Simulation:
                 self.controller.handle(NodesCreated(o.request, ids), self.now)
             elif isinstance(o, CordonNode):
                 self.nodes[o.node_id].cordoned = True
+            elif isinstance(o, UncordonNode):
+                self.nodes[o.node_id].cordoned = False
             elif isinstance(o, TerminateNode):
                 n = self.nodes[o.node_id]
                 if n.tasks:

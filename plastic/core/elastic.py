@@ -29,7 +29,9 @@ Rules, each observation:
 - Always one reliable node: with no on-demand node ready or booting, the cheapest one is created.
 - Scale in: a ready node with no task and no queued work that fits it, idle for ``idle_s``, is
   cordoned (it takes no new work), then terminated at the next observation if still without a task;
-  never the last reliable node, never a node with a running task.
+  never the last reliable node, never a node with a running task.  A cordoned node that queued work
+  fits by then is uncordoned instead (work issued just after the node went idle is not left to wait
+  for new nodes while it is released).
 - Limits: never more than ``max_nodes`` live nodes, never a total price above
   ``budget_usd_per_hour``; with ``budget_usd`` no growth once the projected spend (spent so far plus
   the hourly rate after the growth for ``budget_horizon_s``) reaches it.  A limit that starts to bind
@@ -59,8 +61,11 @@ from plastic.core.elastic_model import (
     NodesRequested,
     NodesStarted,
     NodeState,
+    NodeUncordoned,
     NodeView,
     TerminateNode,
+    UncordonNode,
+    WaitingTask,
 )
 from plastic.core.elastic_packing import (
     PLAN_TASKS_MAX,
@@ -196,8 +201,13 @@ class ElasticController:
                 continue
             if n.running:
                 continue  # a task got there before the cordon took effect: wait for it to end
-            idle_s = now - n.idle_since if n.idle_since is not None else 0.0
             del self.cordoned[n.node_id]
+            fits = sum(1 for t in obs.queued if _holds(n, t))
+            if fits:  # work came while it was cordoned: keep it for that work
+                out.append(UncordonNode(n.node_id, f"{fits} queued task(s) fit it"))
+                out.append(NodeUncordoned(n.node_id, fits))
+                continue
+            idle_s = now - n.idle_since if n.idle_since is not None else 0.0
             self.terminated.add(n.node_id)
             self.releases.append(_Release(n.instance_type, n.market, now, queued))
             reason = f"idle for {idle_s:.0f} s"
@@ -383,3 +393,9 @@ def reliable_floor(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> No
         if all(shape.usable.holds(t.demand) and (t.instance_type in (None, shape.name)) for t in reliable):
             return shape
     return od[0] if od and not reliable else None
+
+
+def _holds(node: NodeView, task: WaitingTask) -> bool:
+    """The idle node could run the task: room, market and pinned type."""
+    return (node.capacity.holds(task.demand) and (node.reliable or not task.needs_reliable)
+            and task.instance_type in (None, node.instance_type))

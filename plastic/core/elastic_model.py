@@ -142,12 +142,20 @@ class CordonNode:
 
 
 @dataclass(frozen=True, slots=True)
+class UncordonNode:
+    """Place work on the node again (a cordoned node that queued work fits is kept, not released)."""
+
+    node_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class TerminateNode:
     node_id: str
     reason: str
 
 
-ElasticCommand = CreateNodes | CordonNode | TerminateNode
+ElasticCommand = CreateNodes | CordonNode | UncordonNode | TerminateNode
 
 # ------------------------------------------------------------------ records
 
@@ -188,6 +196,13 @@ class NodeCordoned(Record):
     kind: ClassVar[str] = "node_cordoned"
     node_id: str
     idle_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUncordoned(Record):
+    kind: ClassVar[str] = "node_uncordoned"
+    node_id: str
+    tasks: int  # queued tasks that fit it
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,22 +127,23 @@ def build_provisioner(config: Any, framework: Framework, *, master: str, run_id:
                            # a node asked for now is up after the boot: look that far ahead
                            lead_s=float(boot_s or 0.0))
     controller = ElasticController(shapes, policy, cluster_names=cluster_names(getattr(config, "plastic_plan", None)))
-    if name == "ec2":
-        provider = ec2_provider(config, catalog, master=master, run_id=run_id)
-    else:
-        provider = provider_for(name, getattr(config, "plastic_provider_url", None) or master,
-                                boot_s=float(getattr(config, "plastic_boot_s", None) or 0.0))
+    provider = make_provider(name, config, catalog, master=master, run_id=run_id)
     tags = {"plastic:run": run_id} if run_id else {}
     log.info("plastic: elastic cluster through the %s provider (%s)", name, policy)
     return Provisioner(framework, controller, provider, shapes, tags=tags,
                        interval_s=float(getattr(config, "plastic_elastic_every_s", None) or DEFAULT_INTERVAL_S))
 
 
-def provider_for(name: str, url: str, *, boot_s: float = 0.0):
+def make_provider(name: str, config: Any, catalog: Any, *, master: str, run_id: str | None):
+    """The provider the options name: the local cluster's (at --plasticProviderUrl, else the master,
+    its agents booting in --plasticBootSeconds) or EC2's.  Raises PlasticError on an unknown name."""
     if name == "local":
         from plastic.providers.local import LocalProvider
 
-        return LocalProvider(url, boot_s=boot_s)
+        url = getattr(config, "plastic_provider_url", None) or master
+        return LocalProvider(url, boot_s=float(getattr(config, "plastic_boot_s", None) or 0.0))
+    if name == "ec2":
+        return ec2_provider(config, catalog, master=master, run_id=run_id)
     raise PlasticError(f"unknown provider {name!r} (one of {', '.join(PROVIDERS)})", field="--plasticProvider")
 
 

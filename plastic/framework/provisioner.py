@@ -6,6 +6,7 @@ the ElasticController (plastic.core.elastic) and carries out what it decides:
 
     CordonNode    -> the Framework gives the node's agent no new work (AgentsIgnored), at once, under
                      the lock, so no launch can reach it after the controller saw it idle
+    UncordonNode  -> the agent takes work again (AgentsIgnored, not ignored)
     TerminateNode -> provider.terminate
     CreateNodes   -> provider.create; the answer goes back to the controller (NodesCreated, and
                      CreateRefused for each capacity error)
@@ -36,6 +37,7 @@ from plastic.core.elastic_model import (
     NodeState,
     NodeView,
     TerminateNode,
+    UncordonNode,
     WaitingTask,
 )
 from plastic.core.model import Market, NodeShape, Resources
@@ -99,9 +101,10 @@ class Provisioner:
             observation = self.observe(nodes, now)
             outputs = self.controller.handle(observation, now)
             fw.record_elastic(observation, now, outputs)
-            cordoned = [self._agent_of(o.node_id, nodes) for o in outputs if isinstance(o, CordonNode)]
-            if any(cordoned):
-                fw.apply(evt.AgentsIgnored(tuple(a for a in cordoned if a), True))
+            for kind, ignored in ((CordonNode, True), (UncordonNode, False)):
+                agents = [self._agent_of(o.node_id, nodes) for o in outputs if isinstance(o, kind)]
+                if any(agents):
+                    fw.apply(evt.AgentsIgnored(tuple(a for a in agents if a), ignored))
         for out in outputs:
             if isinstance(out, TerminateNode):
                 self._terminate(out)

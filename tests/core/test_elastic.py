@@ -17,6 +17,7 @@ from plastic.core.elastic_model import (
     NodeState,
     NodeView,
     TerminateNode,
+    UncordonNode,
     WaitingTask,
 )
 from plastic.core.jobbook_records import Record
@@ -188,6 +189,22 @@ def test_a_node_that_queued_work_fits_is_not_idle_and_a_cordoned_node_that_got_a
     ctl.handle(ClusterObserved((), (CORE, idle_spot)), 101.0)
     raced = node("b1", "c5.large", Market.SPOT, used=(1, 1024), running=1)
     assert not of(ctl.handle(ClusterObserved((), (CORE, raced)), 103.0), TerminateNode)
+
+
+def test_a_cordoned_node_that_work_came_for_is_uncordoned_not_released_and_nothing_is_bought_for_it():
+    """Toil issued a scatter just after the spot node went idle and was cordoned: the node takes it
+    (released, the work would wait for new nodes); work it cannot hold does not keep it."""
+    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=2))
+    idle_spot = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
+    busy_core = node("core-1", used=(2, 4096), running=2)
+    assert [c.node_id for c in of(ctl.handle(ClusterObserved((), (busy_core, idle_spot)), 3.0), CordonNode)] == ["b1"]
+    out = ctl.handle(ClusterObserved(scatter(2), (busy_core, idle_spot)), 4.0)
+    assert [u.node_id for u in of(out, UncordonNode)] == ["b1"] and records(out, "node_uncordoned")[0]["tasks"] == 2
+    assert not of(out, TerminateNode) and not of(out, CreateNodes)  # the node holds the two tasks
+    # cordoned again once idle, then work only a reliable node may run does not keep it
+    assert of(ctl.handle(ClusterObserved((), (busy_core, idle_spot)), 7.0), CordonNode)
+    out = ctl.handle(ClusterObserved((task("r", reliable=True),), (busy_core, idle_spot)), 8.0)
+    assert [t.node_id for t in of(out, TerminateNode)] == ["b1"] and not of(out, UncordonNode)
 
 
 def test_no_reliable_node_left_creates_one():

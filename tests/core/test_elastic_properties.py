@@ -35,6 +35,7 @@ from plastic.core.elastic_model import (
     NodeState,
     NodeView,
     TerminateNode,
+    UncordonNode,
     WaitingTask,
 )
 from plastic.core.model import Market, Resources
@@ -178,6 +179,9 @@ class World(RuleBasedStateMachine):
         for o in out:
             if isinstance(o, CordonNode):
                 self.cordoned.add(o.node_id)
+            elif isinstance(o, UncordonNode):
+                assert o.node_id in self.cordoned, o
+                self.cordoned.discard(o.node_id)
             elif isinstance(o, TerminateNode):
                 n = self.nodes[o.node_id]
                 self.releases.append((n["shape"].name, n["shape"].market, self.now, frozenset(self.queue)))

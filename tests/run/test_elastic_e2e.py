@@ -90,8 +90,10 @@ def test_interrupted_spot_nodes_are_replaced_and_idle_nodes_released(tmp_path):
     released = res.of("node_released")
     assert released and min(d["t"] for d in released) < res.report["ended_at"], "an idle node went before the end"
     assert all(r["node_id"] not in {p["agent_id"] for p in res.of("placed") if p["t"] > r["t"]} for r in released)
-    for cordon in res.of("node_cordoned"):  # once cordoned (idle), a node never takes a task again
-        assert not [p for p in res.of("placed", agent_id=cordon["node_id"]) if p["t"] > cordon["t"]], cordon
+    for cordon in res.of("node_cordoned"):  # cordoned (idle), a node takes no task until it is uncordoned
+        back = [u["t"] for u in res.of("node_uncordoned", node_id=cordon["node_id"]) if u["t"] >= cordon["t"]]
+        until = min(back, default=float("inf"))
+        assert not [p for p in res.of("placed", agent_id=cordon["node_id"]) if cordon["t"] < p["t"] < until], cordon
     assert_replays(tmp_path / "run")
 
 
