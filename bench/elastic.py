@@ -188,7 +188,8 @@ def decision_time(repeats: int = 50) -> dict:
 
 def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: float = 0.0) -> dict:
     """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow):
-    static and elastic, calm and with seeded interruptions; each run's outputs checked.  With
+    static and elastic, calm and with seeded interruptions; each run's outputs checked; the plan they
+    are given carries the scaled runtimes (the runs' runtime estimates until they have their own).  With
     ``boot_s`` > 0 the elastic runs' new agents take that long to join (`--boot-seconds`), and the
     controller looks that far ahead."""
     import tempfile
@@ -202,6 +203,11 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
         tmp = Path(tmp_name)
         spot_plan = sr.plan(trace, tmp / "plan.json")
         wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, sr.WORKFLOWS)
+        # the plan the runs get carries the runtimes of the workflow they run (the trace's, scaled): the
+        # elastic controller's estimates until the run has its own (plastic.core.runtimes.planned_runtimes)
+        scaled = [t | {"runtime_s": None if t.get("runtime_s") is None else t["runtime_s"] * scale}
+                  for t in spot_plan["tasks"]]
+        (tmp / "plan.json").write_text(json.dumps(spot_plan | {"tasks": scaled}))
         sinks = sr.sinks(spot_plan["tasks"])
         chaos = ("--interrupt-rate", f"{rate:g}", "--notice-seconds", f"{notice:g}", "--seed", str(seed))
         elastic = ("--elastic", *(("--boot-seconds", f"{boot_s:g}") if boot_s > 0 else ()))

@@ -11,6 +11,8 @@ waiting task whose ancestors all have an estimate, the seconds from ``now`` unti
 (0 when its parents have all overrun their estimates); a task below one without an estimate has no
 forecast.
 
+The plan's first wave is work expected now until the Toil leader issues it (`opening_wave`).
+
 2. Which work will the nodes there are start in time? (`fit_ahead`)  The queued tasks and the
 expected ones due within ``lead_s`` (the nodes' boot time) are placed, in the book's order, on the
 nodes' room as it will be: the free room now, booting nodes once they are up (``lead_s`` after they
@@ -27,7 +29,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
@@ -35,6 +37,7 @@ from typing import NamedTuple
 from plastic.core.elastic_model import NodeState, NodeView, WaitingTask
 from plastic.core.elastic_packing import Room, fit_into, group_tasks, rooms_of
 from plastic.core.model import TaskSpec
+from plastic.core.plan import step_of
 
 
 class Progress(StrEnum):
@@ -76,6 +79,22 @@ def due_in_s(tasks: Sequence[TaskSpec], progress: Mapping[str, TaskProgress], no
 
 
 _WAITING = TaskProgress(Progress.WAITING)
+
+
+def opening_wave(tasks: Sequence[TaskSpec], steps_issued: Collection[str | None], elapsed_s: float,
+                 hold_s: float) -> tuple[WaitingTask, ...]:
+    """The plan's first wave (its tasks without a parent) as work expected now, until the Toil leader
+    issues it.  A run starts the nodes the plan has for that wave; the leader may take a while to
+    issue its first jobs, and a controller looking a boot ahead would otherwise see no work for those
+    nodes and release them, then buy the same shapes for the wave when it comes.  A task stops being
+    expected once a job of its step (its id without the scatter index) has been issued, and the whole
+    wave ``hold_s`` after the run started (an idle node waits no longer than that anyway; it also ends
+    the wave of a step whose jobs carry no step name)."""
+    if elapsed_s >= hold_s:
+        return ()
+    return tuple(WaitingTask(t.id, t.demand, t.preempt.max_preemptions == 0, t.instance_type, 0.0, 0.0, t.runtime_s)
+                 for t in tasks if not t.parents and step_of(t.id) not in steps_issued)
+
 
 
 def _topological(tasks: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec]) -> list[TaskSpec]:

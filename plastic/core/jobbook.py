@@ -315,7 +315,7 @@ class JobBook:
             out.append(rec.IssueRepeated(ev.job_id))
             return
         job = Job(ev.job_id, ev.demand, ev.preempt, ev.instance_type, ev.tool, now, ev.job_store_id, ev.name,
-                  queued_at=now)
+                  queued_at=now, step=ev.step)
         self.jobs[ev.job_id] = job
         out.append(rec.JobQueued(ev.job_id, ev.demand.vcpus, ev.demand.ram_mib, str(ev.preempt), ev.instance_type,
                              ev.tool, ev.name, ev.step, ev.job_store_id))

@@ -64,6 +64,7 @@ class Job:
     issued_at: float
     job_store_id: str | None = None
     name: str | None = None  # the Mesos task name (Toil's display name)
+    step: str | None = None  # the CWL step it runs (plastic.core.policy), when known
     state: TaskState = S.QUEUED
     attempt: int = 1
     preemptions: int = 0

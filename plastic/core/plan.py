@@ -17,6 +17,13 @@ from plastic.core.model import Market, Preempt, Resources, TaskSpec
 SCHEMA = "plastic.plan/v1"
 
 
+def step_of(task_id: str) -> str:
+    """The CWL step of a plan's task (one per step, or per scatter element): "per_sample/sort[3]" ->
+    "per_sample/sort"."""
+    head, bracket, tail = task_id.rpartition("[")
+    return head if bracket and tail.endswith("]") and tail[:-1].isdigit() else task_id
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedNode:
     id: str

@@ -5,13 +5,18 @@ recorded history when the book asks for it (LoadRuntimeHistory -> RuntimeHistory
 same events always give the same estimates.  The estimate is a high percentile (p90 by default) of
 what is known, so a task is left to finish only when nearly all its earlier runs would have fitted
 the window.  At most KEEP_PER_TOOL values are kept per tool, newest first.
+
+A plan that carries runtimes (one made from a trace) gives each tool a prior: the runtimes of the
+plan's tasks of that tool's step (`planned_runtimes`), used when the store has no history of it.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
+from plastic.core.model import TaskSpec
+from plastic.core.plan import step_of
 from plastic.core.stats import percentile
 
 KEEP_PER_TOOL = 200
@@ -49,3 +54,12 @@ class RuntimeHistory:
             if len(known) >= KEEP_PER_TOOL:
                 break
             known.append(float(value))
+
+
+def planned_runtimes(tasks: Sequence[TaskSpec], step_of_tool: Mapping[str, str | None]) -> dict[str, tuple[float, ...]]:
+    """Tool -> the runtimes (s) the plan gives the tasks of its step, for the tools whose step has any."""
+    by_step: dict[str, list[float]] = {}
+    for task in tasks:
+        if task.runtime_s is not None and task.runtime_s > 0:
+            by_step.setdefault(step_of(task.id), []).append(float(task.runtime_s))
+    return {tool: tuple(by_step[step]) for tool, step in step_of_tool.items() if step in by_step}

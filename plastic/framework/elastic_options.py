@@ -17,8 +17,9 @@ from typing import Any
 from plastic.compose import AGENT_IMAGE
 from plastic.core.elastic import ElasticController
 from plastic.core.elastic_model import ElasticPolicy
-from plastic.core.errors import PlasticError
-from plastic.core.model import Market, node_shapes
+from plastic.core.errors import InputError, PlasticError
+from plastic.core.model import Market, TaskSpec, node_shapes
+from plastic.core.plan import plan_from_json
 from plastic.framework.adapter import Framework
 from plastic.framework.provisioner import DEFAULT_INTERVAL_S, Provisioner
 
@@ -97,19 +98,26 @@ def add_elastic_options(parser: ArgumentParser | _ArgumentGroup) -> None:
                         default=DEFAULT_INTERVAL_S, help="how often the cluster is looked at (default: 5)")
 
 
-def cluster_names(plan_path: str | None) -> dict[tuple[str, Market], str]:
-    """(instance type, market) -> the plan's cluster name, so new nodes join the planned clusters."""
+def read_plan(plan_path: str | None) -> tuple[dict[tuple[str, Market], str], tuple[TaskSpec, ...]]:
+    """From the run's plan: (instance type, market) -> its cluster's name, so new nodes join the planned
+    clusters; and its tasks (the first wave is expected until the Toil leader issues it)."""
     if not plan_path:
-        return {}
+        return {}, ()
     try:
         doc = json.loads(Path(plan_path).read_text(encoding="utf-8"))
-        return {(c["instance_type"], Market(c["market"])): c["name"] for c in doc.get("clusters", [])}
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        names = {(c["instance_type"], Market(c["market"])): c["name"] for c in doc.get("clusters", [])}
+        return names, plan_from_json(doc, source=plan_path).tasks
+    except (OSError, ValueError, KeyError, TypeError, InputError) as error:
         raise PlasticError(f"not a readable plan ({error})", source=plan_path, field="--plasticPlan") from None
 
 
-def build_provisioner(config: Any, framework: Framework, *, master: str, run_id: str | None) -> Provisioner | None:
-    """The Provisioner the options ask for (None: a static cluster).  Raises PlasticError on bad options."""
+Plan = tuple[dict[tuple[str, Market], str], tuple[TaskSpec, ...]]  # read_plan's answer
+
+
+def build_provisioner(config: Any, framework: Framework, *, master: str, run_id: str | None,
+                      plan: Plan | None = None) -> Provisioner | None:
+    """The Provisioner the options ask for (None: a static cluster); ``plan``: --plasticPlan as read_plan
+    read it (read here when not given).  Raises PlasticError on bad options."""
     name = getattr(config, "plastic_provider", None) or "none"
     if name == "none":
         return None
@@ -126,11 +134,12 @@ def build_provisioner(config: Any, framework: Framework, *, master: str, run_id:
                            budget_usd=getattr(config, "plastic_budget_usd", None),
                            # a node asked for now is up after the boot: look that far ahead
                            lead_s=float(boot_s or 0.0))
-    controller = ElasticController(shapes, policy, cluster_names=cluster_names(getattr(config, "plastic_plan", None)))
+    names, plan_tasks = plan if plan is not None else read_plan(getattr(config, "plastic_plan", None))
+    controller = ElasticController(shapes, policy, cluster_names=names)
     provider = make_provider(name, config, catalog, master=master, run_id=run_id)
     tags = {"plastic:run": run_id} if run_id else {}
     log.info("plastic: elastic cluster through the %s provider (%s)", name, policy)
-    return Provisioner(framework, controller, provider, shapes, tags=tags,
+    return Provisioner(framework, controller, provider, shapes, tags=tags, plan_tasks=plan_tasks,
                        interval_s=float(getattr(config, "plastic_elastic_every_s", None) or DEFAULT_INTERVAL_S))
 
 

@@ -15,7 +15,8 @@ The controller's records (node_requested, node_ready, node_released, node_interr
 Framework's recorders: the decisions log (marked ``"m": "elastic"``) and the run's Redis stream.
 A node's view joins what the provider says (state, type, market, times) with what the book knows of
 its agent (tasks on it, when it was last busy, a terminate notice, lost); times are moved onto the
-book's clock, which is the controller's.
+book's clock, which is the controller's.  Looking a boot ahead, the observation also carries the
+plan's first wave as expected work until the Toil leader issues it (``plan_tasks``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from plastic.core.elastic_model import (
     UncordonNode,
     WaitingTask,
 )
-from plastic.core.model import Market, NodeShape, Resources
+from plastic.core.forecast import opening_wave
+from plastic.core.model import Market, NodeShape, Resources, TaskSpec
 from plastic.framework.adapter import Framework
 from plastic.providers import NodeRequest, Provider, ProviderError, ProviderNode
 
@@ -52,7 +54,8 @@ DEFAULT_INTERVAL_S = 5.0
 class Provisioner:
     def __init__(self, framework: Framework, controller: ElasticController, provider: Provider,
                  shapes: Sequence[NodeShape], *, interval_s: float = DEFAULT_INTERVAL_S,
-                 tags: Mapping[str, str] | None = None, wall_clock: Callable[[], float] = time.time):
+                 tags: Mapping[str, str] | None = None, wall_clock: Callable[[], float] = time.time,
+                 plan_tasks: Sequence[TaskSpec] = ()):
         self.framework = framework
         self.controller = controller
         self.provider = provider
@@ -63,8 +66,12 @@ class Provisioner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._provider_down = False
+        self.plan_tasks = tuple(plan_tasks)  # the plan's first wave is expected until Toil issues it
+        self._started_at: float | None = None
 
     def start(self) -> Provisioner:
+        with self.framework.lock:
+            self._started_at = self.framework.clock()
         self._thread = threading.Thread(target=self._loop, name="plastic-provisioner", daemon=True)
         self._thread.start()
         return self
@@ -165,7 +172,17 @@ class Provisioner:
         for node in nodes:
             agent_id = node.agent_id or (book.agent_of_instance(node.instance_id) if node.instance_id else None)
             views.append(self._view(node, agent_id, on_agent.get(agent_id or "", []), now, ahead=ahead))
-        return ClusterObserved(queued, tuple(views))
+        return ClusterObserved(queued, tuple(views), self._opening(now) if ahead else ())
+
+    def _opening(self, now: float) -> tuple[WaitingTask, ...]:
+        """The plan's first wave as expected work (plastic.core.forecast.opening_wave)."""
+        if self._started_at is None:
+            self._started_at = now
+        elapsed_s, hold_s = now - self._started_at, self.controller.policy.idle_s
+        if not self.plan_tasks or elapsed_s >= hold_s:
+            return ()
+        steps = {job.step for job in self.framework.book.jobs.values()}
+        return opening_wave(self.plan_tasks, steps, elapsed_s, hold_s)
 
     def _view(self, node: ProviderNode, agent_id: str | None, jobs: list[Any], now: float, *,
               ahead: bool = False) -> NodeView:

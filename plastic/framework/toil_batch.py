@@ -67,10 +67,14 @@ from plastic.core.jobbook_notices import REBALANCE_MODES
 from plastic.core.model import Resources
 from plastic.core.orphans import LIVE_RECORDS
 from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
-from plastic.core.runtimes import KEEP_PER_TOOL
+from plastic.core.runtimes import KEEP_PER_TOOL, planned_runtimes
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.elastic_options import OPTIONS as ELASTIC_OPTIONS
-from plastic.framework.elastic_options import add_elastic_options, build_provisioner
+from plastic.framework.elastic_options import (
+    add_elastic_options,
+    build_provisioner,
+    read_plan,
+)
 from plastic.framework.notices import NoticeFollower
 from plastic.framework.provisioner import Provisioner
 from plastic.framework.recorder import Recorder
@@ -284,11 +288,18 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             with self.localBatch.jobIndexLock:
                 self.localBatch.jobIndex = max(self.localBatch.jobIndex, (self.incarnation - 1) * JOB_ID_STRIDE)
         recorders: list[Recorder] = []
-        history = None
+        try:
+            plan = read_plan(getattr(config, "plastic_plan", None))
+        except PlasticError as error:
+            self._stop_started(recorders)
+            raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
+        # a plan made from a trace gives each tool a prior, used until the store has that tool's history
+        planned = planned_runtimes(plan[1], {tool: entry.step for tool, entry in self.policy.tools.items()})
+        history = (lambda tool: planned.get(tool, ())) if planned else None
         if self.run is not None:
             recorders.append(self.run.recorder())
             store = self.run.store
-            history = lambda tool: store.runtime_history(tool, KEEP_PER_TOOL)  # noqa: E731
+            history = lambda tool: store.runtime_history(tool, KEEP_PER_TOOL) or planned.get(tool, ())  # noqa: E731
         worker = shutil.which("_toil_worker")
         self.worker_dir = os.path.dirname(worker) if worker else None
         self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
@@ -321,7 +332,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
                 framework_removed = True
             if self.run is not None:  # before a resume: a notice may doom an adopted task
                 self.notices = NoticeFollower(self.run.store, self.framework).start()
-            self.provisioner = build_provisioner(config, self.framework, master=master, run_id=self.run_id)
+            self.provisioner = build_provisioner(config, self.framework, master=master, run_id=self.run_id,
+                                                 plan=plan)
             if self.incarnation > 1:
                 log.info("plastic: leader incarnation %d of run %s (framework %s); %d unfinished task record(s) "
                          "of the previous leader", self.incarnation, self.run_id, self.framework.framework_id,

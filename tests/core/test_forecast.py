@@ -16,8 +16,22 @@ from plastic.core.elastic_model import (
     WaitingTask,
 )
 from plastic.core.elastic_packing import fit_existing, group_tasks
-from plastic.core.forecast import Progress, TaskProgress, due_in_s, fit_ahead
-from plastic.core.model import PREEMPTIBLE, Market, Resources, TaskSpec
+from plastic.core.forecast import (
+    Progress,
+    TaskProgress,
+    due_in_s,
+    fit_ahead,
+    opening_wave,
+)
+from plastic.core.model import (
+    PREEMPTIBLE,
+    RELIABLE,
+    Market,
+    Preempt,
+    Resources,
+    TaskSpec,
+)
+from plastic.core.plan import step_of
 from tests.core.test_elastic import SHAPES
 
 ONE = Resources(1, 1024)
@@ -152,3 +166,47 @@ def test_looking_ahead_an_idle_node_no_work_needs_goes_sooner():
             assert len(got) == 1, (lead_s, got)
         else:
             assert got == cordoned, (lead_s, got)
+
+
+# ------------------------------------------------------------ opening_wave
+
+
+def test_step_of_strips_the_scatter_index_only():
+    assert step_of("per_sample/sort[3]") == "per_sample/sort"
+    assert step_of("sort") == "sort"
+    assert step_of("odd[x]") == "odd[x]" and step_of("a[1]b") == "a[1]b"
+
+
+def test_the_plan_s_first_wave_is_expected_until_its_step_is_issued_or_the_hold_ends():
+    """split (reliable) and a 3-wide scatter with no parent are the first wave; merge is not.  Each is
+    expected now (due 0, its estimate) until a job of its step is issued; after hold_s, nothing."""
+    tasks = [TaskSpec("split", 1, 512, RELIABLE, 30.0),
+             *(TaskSpec(f"sort[{i}]", 2, 2048, Preempt(2), None, instance_type="m5.large") for i in range(3)),
+             TaskSpec("merge", 1, 1024, RELIABLE, 30.0, parents=("split", "sort[0]"))]
+    wave = opening_wave(tasks, set(), 5.0, 60.0)
+    assert [w.task_id for w in wave] == ["split", "sort[0]", "sort[1]", "sort[2]"]
+    split, sort0 = wave[0], wave[1]
+    assert split.needs_reliable and split.runtime_s == 30.0 and split.due_in_s == 0.0
+    assert not sort0.needs_reliable and sort0.instance_type == "m5.large" and sort0.demand == Resources(2, 2048)
+    assert [w.task_id for w in opening_wave(tasks, {"sort", None}, 5.0, 60.0)] == ["split"]
+    assert opening_wave(tasks, {"split", "sort"}, 5.0, 60.0) == ()
+    assert opening_wave(tasks, set(), 60.0, 60.0) == ()
+
+
+def test_a_looking_ahead_controller_keeps_the_nodes_of_the_expected_first_wave():
+    """The run's spot nodes are up and idle before the Toil leader has issued anything: with the first
+    wave expected, the controller neither cordons them nor buys more; without it, they go after
+    unneeded_idle_s."""
+    def idle_spot(node_id: str) -> NodeView:
+        return NodeView(node_id, "burst", "m5.large", Market.SPOT, NodeState.READY, Resources(2, 8192), 0.0326, 0.0,
+                        Resources(0, 0), 0, 5.0)
+
+    core = NodeView("core", "core", "c5.large", Market.ON_DEMAND, NodeState.READY, Resources(2, 4096), 0.085, 0.0,
+                    Resources(0, 0), 0, 5.0)
+    tasks = [TaskSpec("split", 2, 2048, RELIABLE, 30.0),
+             *(TaskSpec(f"sort[{i}]", 1, 1024, PREEMPTIBLE, 40.0) for i in range(4))]
+    for expected, cordoned in ((opening_wave(tasks, set(), 20.0, 60.0), set()), ((), {"a", "b"})):
+        ctl = ElasticController(SHAPES, ElasticPolicy(lead_s=15.0))
+        out = ctl.handle(ClusterObserved((), (core, idle_spot("a"), idle_spot("b")), expected), 20.0)
+        assert {o.node_id for o in out if type(o).__name__ == "CordonNode"} == cordoned
+        assert not [o for o in out if isinstance(o, CreateNodes)]

@@ -151,3 +151,59 @@ def test_with_a_boot_lead_the_observation_carries_runtime_estimates():
             assert view.task_ends == ((launched_at + 40.0, Resources(1, 1024)),) * 2
         else:
             assert queued.runtime_s is None and view.task_ends == ()
+
+
+def test_the_plan_s_first_wave_keeps_its_nodes_until_the_leader_issues_it():
+    """Looking a boot ahead, the run's spot node is up and idle while the Toil leader has issued nothing
+    yet (a slow start): the plan's first wave is expected work, so the node is kept; once the leader
+    issues a job of that step the wave is no longer expected, and a node nothing needs then goes."""
+    from plastic.core.model import TaskSpec
+    from plastic.providers import NodeRequest
+
+    fw, provider, prov, rec, clock, core = setup()
+    plan_tasks = tuple(TaskSpec(f"sort[{i}]", 1, 1024, PREEMPTIBLE, 40.0) for i in range(4))
+    prov = Provisioner(fw, ElasticController(SHAPES, ElasticPolicy(idle_s=60, lead_s=15.0)), provider, SHAPES,
+                       plan_tasks=plan_tasks)
+    (spot,) = provider.create(NodeRequest("burst", "m5.large", Market.SPOT, 1, 2, 8192)).node_ids
+    prov.tick()
+    for _ in range(5):  # 25 s idle, well past the 10 s a node no work needs is kept
+        clock.t += 5
+        out = prov.tick()
+        assert not [o for o in out if type(o).__name__ in ("CordonNode", "CreateNodes")], out
+    for i in range(2):  # the leader issues the wave's step; the core node takes both jobs
+        fw.issue(f"s{i}", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE, step="sort")
+    fw.resourceOffers(fw.driver, [offer_of(provider.nodes[core], 2, 4096, "o-core")])
+    assert len(fw.book.live()) == 2
+    clock.t += 5
+    prov.tick()
+    assert [r["node_id"] for r in rec.of("node_cordoned")] == [spot]
+
+
+def test_the_run_s_plan_gives_cluster_names_and_tasks_and_a_bad_one_one_line(tmp_path):
+    """--plasticPlan: new nodes join the plan's clusters by type and market, its tasks give the first
+    wave; an unreadable or malformed plan is a PlasticError naming the file and the option."""
+    import json
+
+    import pytest
+
+    from plastic.catalogs import load_catalog
+    from plastic.core.errors import PlasticError
+    from plastic.core.model import Workload
+    from plastic.core.plan import plan_to_json
+    from plastic.core.sizing import plan_workload
+    from plastic.framework.elastic_options import read_plan
+    from tests.test_bench_elastic import dag
+
+    plan = plan_workload(Workload(tuple(dag())), load_catalog(None))
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan_to_json(plan)))
+    names, tasks = read_plan(str(path))
+    assert names == {(c.instance_type, c.market): c.name for c in plan.clusters}
+    assert [t.id for t in tasks] == [t.id for t in plan.tasks] and tasks[0].runtime_s == 30.0
+    assert read_plan(None) == ({}, ())
+    for text in ("{not json", json.dumps({"clusters": []})):
+        path.write_text(text)
+        with pytest.raises(PlasticError) as caught:
+            read_plan(str(path))
+        assert str(path) in str(caught.value) and "--plasticPlan" in str(caught.value)
+        assert "\n" not in str(caught.value)

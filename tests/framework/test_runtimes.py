@@ -79,3 +79,20 @@ def test_redis_gone_answers_no_history_and_the_run_goes_on(tmp_path):
     finally:
         fw.stop(kill_tasks=False)
         client.close()
+
+
+def test_a_plan_with_runtimes_gives_each_tool_the_runtimes_of_its_step():
+    """plastic.core.runtimes.planned_runtimes: the plan's tasks (one per step or scatter element) by the
+    step each policy tool runs; a step without runtimes, and a tool without a step, give nothing."""
+    from plastic.core.model import RELIABLE, TaskSpec
+    from plastic.core.runtimes import planned_runtimes
+
+    tasks = [TaskSpec("split", 1, 512, RELIABLE, 12.0),
+             *(TaskSpec(f"per/sort[{i}]", 1, 512, PREEMPTIBLE, 30.0 + i) for i in range(3)),
+             TaskSpec("merge", 1, 512, RELIABLE, None)]
+    got = planned_runtimes(tasks, {"plastic_split": "split", "plastic_per_sort": "per/sort", "plastic_merge": "merge",
+                                   "plastic_other": None})
+    assert got == {"plastic_split": (12.0,), "plastic_per_sort": (30.0, 31.0, 32.0)}
+    est = RuntimeHistory(q=90.0)
+    est.loaded("plastic_per_sort", got["plastic_per_sort"])
+    assert est.estimate("plastic_per_sort") == pytest.approx(31.8)
