@@ -96,7 +96,6 @@ def opening_wave(tasks: Sequence[TaskSpec], steps_issued: Collection[str | None]
                  for t in tasks if not t.parents and step_of(t.id) not in steps_issued)
 
 
-
 def _topological(tasks: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec]) -> list[TaskSpec]:
     """Parents before children (Kahn's order, ties by id); a task in a cycle is left out."""
     children: dict[str, list[str]] = {t.id: [] for t in tasks}

@@ -12,7 +12,7 @@ import logging
 import os
 from argparse import ArgumentParser, ArgumentTypeError, _ArgumentGroup
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from plastic.compose import AGENT_IMAGE
 from plastic.core.elastic import ElasticController
@@ -98,24 +98,27 @@ def add_elastic_options(parser: ArgumentParser | _ArgumentGroup) -> None:
                         default=DEFAULT_INTERVAL_S, help="how often the cluster is looked at (default: 5)")
 
 
-def read_plan(plan_path: str | None) -> tuple[dict[tuple[str, Market], str], tuple[TaskSpec, ...]]:
-    """From the run's plan: (instance type, market) -> its cluster's name, so new nodes join the planned
-    clusters; and its tasks (the first wave is expected until the Toil leader issues it)."""
+class RunPlan(NamedTuple):
+    """What the batch system takes from the run's plan (--plasticPlan)."""
+
+    cluster_names: dict[tuple[str, Market], str]  # (instance type, market) -> cluster: new nodes join it
+    tasks: tuple[TaskSpec, ...]  # the first wave is expected until Toil issues it; their runtimes, estimates
+
+
+def read_plan(plan_path: str | None) -> RunPlan:
+    """The run's plan, as far as the batch system needs it (empty without one)."""
     if not plan_path:
-        return {}, ()
+        return RunPlan({}, ())
     try:
         doc = json.loads(Path(plan_path).read_text(encoding="utf-8"))
         names = {(c["instance_type"], Market(c["market"])): c["name"] for c in doc.get("clusters", [])}
-        return names, plan_from_json(doc, source=plan_path).tasks
+        return RunPlan(names, plan_from_json(doc, source=plan_path).tasks)
     except (OSError, ValueError, KeyError, TypeError, InputError) as error:
         raise PlasticError(f"not a readable plan ({error})", source=plan_path, field="--plasticPlan") from None
 
 
-Plan = tuple[dict[tuple[str, Market], str], tuple[TaskSpec, ...]]  # read_plan's answer
-
-
 def build_provisioner(config: Any, framework: Framework, *, master: str, run_id: str | None,
-                      plan: Plan | None = None) -> Provisioner | None:
+                      plan: RunPlan | None = None) -> Provisioner | None:
     """The Provisioner the options ask for (None: a static cluster); ``plan``: --plasticPlan as read_plan
     read it (read here when not given).  Raises PlasticError on bad options."""
     name = getattr(config, "plastic_provider", None) or "none"

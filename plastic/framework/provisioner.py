@@ -178,11 +178,10 @@ class Provisioner:
         """The plan's first wave as expected work (plastic.core.forecast.opening_wave)."""
         if self._started_at is None:
             self._started_at = now
-        elapsed_s, hold_s = now - self._started_at, self.controller.policy.idle_s
-        if not self.plan_tasks or elapsed_s >= hold_s:
+        if not self.plan_tasks:
             return ()
         steps = {job.step for job in self.framework.book.jobs.values()}
-        return opening_wave(self.plan_tasks, steps, elapsed_s, hold_s)
+        return opening_wave(self.plan_tasks, steps, now - self._started_at, self.controller.policy.idle_s)
 
     def _view(self, node: ProviderNode, agent_id: str | None, jobs: list[Any], now: float, *,
               ahead: bool = False) -> NodeView:

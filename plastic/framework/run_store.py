@@ -7,7 +7,7 @@ toil-cwl-runner with one line instead of a half-recorded run.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from plastic.core.policy import PolicyError, PolicyTable, parse_policy_text
+from plastic.core.runtimes import KEEP_PER_TOOL
 from plastic.framework.store_recorder import StoreRecorder
 from plastic.framework.store_writer import StoreWriter
 from plastic.store import RecordExistsError, Store, StoreError
@@ -88,3 +89,12 @@ def load_policy(path: str | Path) -> PolicyTable:
     except UnicodeDecodeError as error:
         raise PolicyError(f"not UTF-8 text: {error.reason}", source=str(path)) from None
     return parse_policy_text(text, source=str(path))
+
+
+def runtime_history(store: Store | None, planned: Mapping[str, Sequence[float]]) -> Callable[[str], Sequence[float]]:
+    """The answer to the book's LoadRuntimeHistory: a tool's recorded runtimes in the run's store (newest
+    first, this and earlier runs), else the plan's runtimes for its step (plastic.core.runtimes)."""
+    def history(tool: str) -> Sequence[float]:
+        return (store.runtime_history(tool, KEEP_PER_TOOL) if store is not None else []) or planned.get(tool, ())
+
+    return history

@@ -67,7 +67,7 @@ from plastic.core.jobbook_notices import REBALANCE_MODES
 from plastic.core.model import Resources
 from plastic.core.orphans import LIVE_RECORDS
 from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
-from plastic.core.runtimes import KEEP_PER_TOOL, planned_runtimes
+from plastic.core.runtimes import planned_runtimes
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.elastic_options import OPTIONS as ELASTIC_OPTIONS
 from plastic.framework.elastic_options import (
@@ -78,7 +78,12 @@ from plastic.framework.elastic_options import (
 from plastic.framework.notices import NoticeFollower
 from plastic.framework.provisioner import Provisioner
 from plastic.framework.recorder import Recorder
-from plastic.framework.run_store import RunHandle, load_policy, open_run
+from plastic.framework.run_store import (
+    RunHandle,
+    load_policy,
+    open_run,
+    runtime_history,
+)
 from plastic.mesos.credential import CREDENTIAL_ENV, read_credential
 from plastic.mesos.errors import MesosFrameworkError
 from plastic.store.urls import with_ca
@@ -288,18 +293,8 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             with self.localBatch.jobIndexLock:
                 self.localBatch.jobIndex = max(self.localBatch.jobIndex, (self.incarnation - 1) * JOB_ID_STRIDE)
         recorders: list[Recorder] = []
-        try:
-            plan = read_plan(getattr(config, "plastic_plan", None))
-        except PlasticError as error:
-            self._stop_started(recorders)
-            raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
-        # a plan made from a trace gives each tool a prior, used until the store has that tool's history
-        planned = planned_runtimes(plan[1], {tool: entry.step for tool, entry in self.policy.tools.items()})
-        history = (lambda tool: planned.get(tool, ())) if planned else None
         if self.run is not None:
             recorders.append(self.run.recorder())
-            store = self.run.store
-            history = lambda tool: store.runtime_history(tool, KEEP_PER_TOOL) or planned.get(tool, ())  # noqa: E731
         worker = shutil.which("_toil_worker")
         self.worker_dir = os.path.dirname(worker) if worker else None
         self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
@@ -312,6 +307,11 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self.provisioner: Provisioner | None = None
         self._job_store: Any = None
         try:
+            plan = read_plan(getattr(config, "plastic_plan", None))
+            # a plan made from a trace gives each tool a prior, used until the store has that tool's history
+            planned = planned_runtimes(plan.tasks, {tool: entry.step for tool, entry in self.policy.tools.items()})
+            store = self.run.store if self.run is not None else None
+            history = None if store is None and not planned else runtime_history(store, planned)
             self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
                                        failover_timeout_s=failover, on_ended=self._ended,
                                        record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,

@@ -11,6 +11,7 @@ from plastic.core.jobbook_events import JobIssued
 from plastic.core.model import PREEMPTIBLE, Resources
 from plastic.core.runtimes import RuntimeHistory
 from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.run_store import runtime_history
 from plastic.store import Store, start_embedded
 from tests.framework.test_adapter import FakeDriver, offer
 
@@ -37,9 +38,9 @@ def test_a_finished_job_teaches_the_book_a_failed_one_does_not():
     assert list(fw.book.runtimes.by_tool["t"]) == [pytest.approx(0.001)]  # the failure added nothing
 
 
-def framework_with_history(store):
+def framework_with_history(store, planned=None):
     fw = Framework("http://x", driver_factory=FakeDriver, clock=lambda: 100.0,
-                   runtime_history=lambda tool: store.runtime_history(tool, 200))
+                   runtime_history=runtime_history(store, planned or {}))
     fw.registered(fw.driver, {"value": "fw-1"}, {})
     return fw
 
@@ -96,3 +97,20 @@ def test_a_plan_with_runtimes_gives_each_tool_the_runtimes_of_its_step():
     est = RuntimeHistory(q=90.0)
     est.loaded("plastic_per_sort", got["plastic_per_sort"])
     assert est.estimate("plastic_per_sort") == pytest.approx(31.8)
+
+
+def test_the_plan_s_runtimes_answer_for_a_tool_the_store_has_no_history_of(store):
+    """The batch system's answer (plastic.framework.run_store.runtime_history): Redis's history first
+    (this and earlier runs), else the plan's runtimes for the tool's step; without a store, the plan's."""
+    store.record_runtime("plastic_align", 100.0)
+    planned = {"plastic_align": (5.0,), "plastic_sort": (30.0, 32.0)}
+    answer = runtime_history(store, planned)
+    assert answer("plastic_align") == [100.0] and answer("plastic_sort") == (30.0, 32.0) and answer("other") == ()
+    assert runtime_history(None, planned)("plastic_align") == (5.0,)
+    fw = framework_with_history(store, planned)
+    try:
+        fw.apply(JobIssued("1", Resources(1, 64), PREEMPTIBLE, tool="plastic_sort"))
+        assert wait_for(lambda: fw.book.estimate("plastic_sort") is not None)
+        assert fw.book.estimate("plastic_sort") == pytest.approx(31.8)  # p90 of the plan's two
+    finally:
+        fw.stop(kill_tasks=False)
