@@ -118,9 +118,9 @@ def read_plan(plan_path: str | None) -> RunPlan:
 
 
 def build_provisioner(config: Any, framework: Framework, *, master: str, run_id: str | None,
-                      plan: RunPlan | None = None) -> Provisioner | None:
+                      plan: RunPlan) -> Provisioner | None:
     """The Provisioner the options ask for (None: a static cluster); ``plan``: --plasticPlan as read_plan
-    read it (read here when not given).  Raises PlasticError on bad options."""
+    read it.  Raises PlasticError on bad options."""
     name = getattr(config, "plastic_provider", None) or "none"
     if name == "none":
         return None
@@ -137,12 +137,11 @@ def build_provisioner(config: Any, framework: Framework, *, master: str, run_id:
                            budget_usd=getattr(config, "plastic_budget_usd", None),
                            # a node asked for now is up after the boot: look that far ahead
                            lead_s=float(boot_s or 0.0))
-    names, plan_tasks = plan if plan is not None else read_plan(getattr(config, "plastic_plan", None))
-    controller = ElasticController(shapes, policy, cluster_names=names)
+    controller = ElasticController(shapes, policy, cluster_names=plan.cluster_names)
     provider = make_provider(name, config, catalog, master=master, run_id=run_id)
     tags = {"plastic:run": run_id} if run_id else {}
     log.info("plastic: elastic cluster through the %s provider (%s)", name, policy)
-    return Provisioner(framework, controller, provider, shapes, tags=tags, plan_tasks=plan_tasks,
+    return Provisioner(framework, controller, provider, shapes, tags=tags, plan_tasks=plan.tasks,
                        interval_s=float(getattr(config, "plastic_elastic_every_s", None) or DEFAULT_INTERVAL_S))
 
 

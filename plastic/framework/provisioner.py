@@ -181,7 +181,10 @@ class Provisioner:
         if not self.plan_tasks:
             return ()
         steps = {job.step for job in self.framework.book.jobs.values()}
-        return opening_wave(self.plan_tasks, steps, now - self._started_at, self.controller.policy.idle_s)
+        wave = opening_wave(self.plan_tasks, steps, now - self._started_at, self.controller.policy.idle_s)
+        if not wave:  # for good: the steps issued and the time since the start only grow
+            self.plan_tasks = ()
+        return wave
 
     def _view(self, node: ProviderNode, agent_id: str | None, jobs: list[Any], now: float, *,
               ahead: bool = False) -> NodeView:
