@@ -58,7 +58,7 @@ TARGET_DECISION_MS = 20.0
 BAND_WEIGHTS = (0.0, 0.5, 1.0)  # the band rule measured: price only, the default, risk weighed twice
 
 
-def run_trace(path: Path, seeds: int, rate: float, boot_s: float) -> dict:
+def run_trace(path: Path, seeds: int, rate: float, boot_s: float, estimate_factor: float = 1.0) -> dict:
     workload = load_trace(str(path))
     catalog = load_catalog(None)
     shapes = node_shapes(catalog)
@@ -74,7 +74,8 @@ def run_trace(path: Path, seeds: int, rate: float, boot_s: float) -> dict:
         policy = "elastic" if weight is not None else "reactive-cold" if name == "cold" else name
         kw = {} if weight is None else {"elastic_policy": ElasticPolicy(band_weight=weight, lead_s=lead_s)}
         for label, r in (("calm", 0.0), ("interrupted", rate)):
-            results = [simulate(workload.tasks, plan, shapes, policy, seed=seed, rate_per_hour=r, boot_s=boot_s, **kw)
+            results = [simulate(workload.tasks, plan, shapes, policy, seed=seed, rate_per_hour=r, boot_s=boot_s,
+                                estimate_factor=estimate_factor, **kw)
                        for seed in (range(1, seeds + 1) if r > 0 else (1,))]
             rows.setdefault(name, {})[label] = results
     for label, results in rows["static"].items():  # the floor under the makespan target of each condition
@@ -105,7 +106,8 @@ def report(traces: list[dict], rate: float, seeds: int, boot_s: float) -> dict:
             usd = {p: mean(got[p], "usd") for p in POLICIES}
             span = {p: mean(got[p], "makespan_s") for p in POLICIES}
             v = {"trace": doc["trace"], "condition": cond,
-                 "usd_vs_static": usd["elastic"] / usd["static"], "makespan_vs_static": span["elastic"] / span["static"],
+                 "usd_vs_static": usd["elastic"] / usd["static"],
+                 "makespan_vs_static": span["elastic"] / span["static"],
                  "usd_vs_reactive": usd["elastic"] / usd["reactive"], "usd_vs_cold": usd["elastic"] / usd["cold"],
                  "complete": all(r.completion == 1.0 for r in got["elastic"])}
             verdicts.append(v)
@@ -201,7 +203,7 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
     rows = []
     with tempfile.TemporaryDirectory(prefix="plastic-elastic-") as tmp_name:
         tmp = Path(tmp_name)
-        spot_plan = sr.plan(trace, tmp / "plan.json")
+        spot_plan = sr.plan(trace, tmp / "trace-plan.json")  # as `plastic plan` makes it from the trace
         wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, sr.WORKFLOWS)
         # the plan the runs get carries the runtimes of the workflow they run (the trace's, scaled): the
         # elastic controller's estimates until the run has its own (plastic.core.runtimes.planned_runtimes)
@@ -216,7 +218,8 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
             rows.append(sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra))
     print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min (seed {seed}), "
           f"notice {notice:g} s, elastic boot {boot_s:g} s; {machine()}")
-    print(f"{'run':<20}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}{'lost':>5}")
+    print(f"{'run':<20}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}"
+          f"{'lost':>5}")
     for row in rows:
         r = row.get("report") or {}
         cl = r.get("clusters", [])
@@ -234,6 +237,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3, help="interrupted runs per policy and trace")
     ap.add_argument("--rate", type=float, default=1.0, help="interruptions per spot node-hour at a 10-15%% band")
     ap.add_argument("--boot-seconds", type=float, default=60.0)
+    ap.add_argument("--estimate-factor", type=float, default=1.0,
+                    help="the elastic controller's runtime estimates are the trace's x this (< 1: tasks overrun them)")
     ap.add_argument("--decision", action="store_true", help="only the decision-time benchmark")
     ap.add_argument("--local", type=Path, metavar="TRACE",
                     help="also replay this trace through plastic run on the local cluster, static and elastic")
@@ -249,7 +254,9 @@ def main() -> None:
         out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot)
     if not args.decision:
         paths = sorted(p for p in TRACES.iterdir() if fnmatch.fnmatch(p.name, args.traces))
-        traces = [run_trace(p, args.seeds, args.rate, args.boot_seconds) for p in paths]
+        if args.estimate_factor != 1.0:
+            print(f"estimates: the trace's runtimes x {args.estimate_factor:g}")
+        traces = [run_trace(p, args.seeds, args.rate, args.boot_seconds, args.estimate_factor) for p in paths]
         out.update(report(traces, args.rate, args.seeds, args.boot_seconds))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")

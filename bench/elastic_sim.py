@@ -4,12 +4,15 @@ A WfCommons trace's DAG runs on nodes that a *policy* buys and releases:
 
 - ``static``: the plan of `plastic plan` (waves mode), every node bought at the start and kept to the
   end; a lost spot node is not replaced (plastic before the elastic cluster);
-- ``elastic``: the real ElasticController (plastic.core.elastic) looking every ``look_s`` seconds (5, as plastic run looks),
-  starting from the plan's on-demand and first-wave nodes (plastic.core.elastic.starting_nodes);
-- ``reactive``: a baseline modelled on Toil's cluster scaler: every ``look_s`` seconds (5, as plastic run looks), the queued
-  work that does not fit the free room gets new nodes by Toil's BinPackedFit (shapes smallest first,
-  spot before on-demand, price ignored: bench/baselines.py), and a node idle for ``reactive_idle_s``
-  (600 s) is released; it starts like the elastic policy, from the plan's first nodes;
+- ``elastic``: the real ElasticController (plastic.core.elastic) looking every ``look_s`` seconds (5, as
+  plastic run looks), starting from the plan's on-demand and first-wave nodes
+  (plastic.core.elastic.starting_nodes); its runtime estimates are the trace's runtimes, or those x
+  ``estimate_factor`` (below 1, the tasks overrun them, as on a host slower than the trace's);
+- ``reactive``: a baseline modelled on Toil's cluster scaler: every ``look_s`` seconds (5, as plastic
+  run looks), the queued work that does not fit the free room gets new nodes by Toil's BinPackedFit
+  (shapes smallest first, spot before on-demand, price ignored: bench/baselines.py), and a node idle
+  for ``reactive_idle_s`` (600 s) is released; it starts like the elastic policy, from the plan's
+  first nodes;
 - ``reactive-cold``: the same scaler started as Toil's is (no worker nodes, minNodes 0): from the plan's
   reliable node alone, as every policy here keeps one.
 
@@ -128,7 +131,7 @@ class Simulation:
     def __init__(self, tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, *,
                  seed: int = 1, rate_per_hour: float = 0.0, boot_s: float = 60.0, look_s: float = 5.0,
                  reactive_idle_s: float = 600.0, elastic_policy: ElasticPolicy | None = None,
-                 horizon_s: float = 7 * 86400.0):
+                 horizon_s: float = 7 * 86400.0, estimate_factor: float = 1.0):
         self.policy = policy
         self.shapes = list(shapes)
         self.by_name = {(s.instance_type.name, s.market): s for s in self.shapes}
@@ -139,6 +142,10 @@ class Simulation:
         self.events: list[tuple[float, int, str, tuple]] = []
         self.seq = itertools.count()
         self.tasks = {t.id: SimTask(t, len(t.parents)) for t in tasks}
+        # the elastic controller's estimates: the trace's runtimes x estimate_factor (< 1: tasks overrun them)
+        self.estimate_factor = estimate_factor
+        self.estimated = [replace(t, runtime_s=None if t.runtime_s is None else t.runtime_s * estimate_factor)
+                          for t in tasks]
         for t in tasks:
             for p in t.parents:
                 self.tasks[p].children.append(t.id)
@@ -301,11 +308,11 @@ class Simulation:
             return ()
         progress = {i: TaskProgress(Progress(t.state), t.started_at if t.state == "running" else None)
                     for i, t in self.tasks.items() if t.state != "waiting"}
-        due = due_in_s([t.spec for t in self.tasks.values()], progress, self.now)
+        due = due_in_s(self.estimated, progress, self.now)
         return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)
 
     def _waiting(self, t: SimTask, due_in_s: float = 0.0) -> WaitingTask:
-        estimate = t.runtime_s if self.controller.policy.lead_s > 0 else None
+        estimate = t.runtime_s * self.estimate_factor if self.controller.policy.lead_s > 0 else None
         return WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
                            self.now - t.queued_at if t.state == "queued" else 0.0, due_in_s, estimate)
 
@@ -314,7 +321,7 @@ class Simulation:
         views = tuple(self._view(n) for n in self.nodes.values())
         if self.controller.policy.lead_s > 0:
             views = tuple(replace(v, task_ends=tuple(
-                (self.tasks[i].started_at + self.tasks[i].runtime_s, self.tasks[i].spec.demand)
+                (self.tasks[i].started_at + self.tasks[i].runtime_s * self.estimate_factor, self.tasks[i].spec.demand)
                 for i in sorted(self.nodes[v.node_id].tasks))) for v in views)
         out = self.controller.handle(ClusterObserved(queued, views, self._expected()), self.now)
         for o in out:

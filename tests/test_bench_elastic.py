@@ -93,6 +93,20 @@ def test_looking_a_boot_ahead_has_the_scatter_nodes_up_when_split_ends():
     assert ahead.usd <= blind.usd * 1.05
 
 
+def test_short_estimates_are_what_the_controller_is_told_and_the_tasks_still_run_their_runtimes():
+    """estimate_factor 0.5: the controller's estimates are half the trace's runtimes (queued work, the
+    running tasks' ends, the DAG forecast), the tasks run their full runtimes, and the run completes."""
+    from plastic.core.elastic_model import ElasticPolicy
+
+    tasks = dag()
+    sim = Simulation(tasks, plan_of(tasks), SHAPES, "elastic", boot_s=60.0, estimate_factor=0.5,
+                     elastic_policy=ElasticPolicy(lead_s=60.0))
+    assert sim._waiting(sim.tasks["sort0"]).runtime_s == 150.0
+    assert {t.id: t.runtime_s for t in sim.estimated}["merge"] == 15.0
+    res = sim.run()
+    assert res.completion == 1.0 and res.makespan_s >= 30 + 300 + 30  # the critical path at full runtimes
+
+
 # ---------------------------------------------------------------- the cost floor (bench/elastic_bound.py)
 
 def test_the_floor_of_a_hand_made_dag_is_the_arithmetic_of_its_rules():

@@ -16,12 +16,18 @@ The plan's first wave is work expected now until the Toil leader issues it (`ope
 2. Which work will the nodes there are start in time? (`fit_ahead`)  The queued tasks and the
 expected ones due within ``lead_s`` (the nodes' boot time) are placed, in the book's order, on the
 nodes' room as it will be: the free room now, booting nodes once they are up (``lead_s`` after they
-were asked for), the room of running tasks once their estimates end (a task without an estimate, or
-past it, keeps its room), the room of tasks placed in the forecast once theirs end.  A task that does
-not start within ``lead_s`` of being queued would not start sooner on a node bought now: it is left
-over for new nodes; the others are served by the nodes there are.  Only the work a node takes now
-keeps it from release (kept for work forecast later, nodes stayed idle longer than they saved).
-With ``lead_s`` 0 this is the free room now and nothing else.
+were asked for), the room of running tasks once their estimates end (a task without an estimate
+keeps its room; one past its estimate gets one lead of grace, `room_back_at`), the room of tasks
+placed in the forecast once theirs end.  A task that does not start within ``lead_s`` of being
+queued would not start sooner on a node bought now: it is left over for new nodes; the others are
+served by the nodes there are.  Only the work a node takes now keeps it from release (kept for work
+forecast later, nodes stayed idle longer than they saved).  With ``lead_s`` 0 this is the free room
+now and nothing else.
+
+Why the grace: estimates run short (the first runs of a tool, a slow host), and a late task is
+usually about to end; a node bought for the work behind it arrives a boot later, by which time the
+late task has most often ended and the node stays idle.  A task still running a lead past its
+estimate is taken to hold its room, so a stuck task delays new nodes by one lead at most.
 """
 
 from __future__ import annotations
@@ -140,6 +146,15 @@ def fit_ahead(queued: Sequence[WaitingTask], expected: Sequence[WaitingTask], no
     return _Ahead(queued, expected, nodes, now, lead_s).run()
 
 
+def room_back_at(end: float, now: float, lead_s: float) -> float | None:
+    """When a running task's room is expected back: at the end its estimate gives; a task past that
+    end is given one lead of grace (back by its end plus ``lead_s``); past the grace, never (it keeps
+    its room, and work waiting for it is left for new nodes)."""
+    if end >= now:
+        return end
+    return end + lead_s if end + lead_s > now else None
+
+
 class _Ahead:
     """`fit_ahead` with a lead: the groups of identical tasks, each in order of due time, are placed on
     the rooms as time goes by on a grid (at most 2 x STEPS_PER_LEAD steps)."""
@@ -160,7 +175,10 @@ class _Ahead:
         for n in nodes:
             at = now if n.state is not NodeState.PENDING else max(n.created_at + lead_s, now)
             self.events.append((at, 0, n.node_id, 0, 0))
-            self.events += [(end, 1, n.node_id, d.vcpus, d.ram_mib) for end, d in n.task_ends if end > now]
+            for end, d in n.task_ends:
+                back_at = room_back_at(end, now, lead_s)
+                if back_at is not None:
+                    self.events.append((back_at, 1, n.node_id, d.vcpus, d.ram_mib))
         heapq.heapify(self.events)
         self.up: set[str] = set()
         self.given: dict[str, int] = {}

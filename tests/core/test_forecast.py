@@ -22,6 +22,7 @@ from plastic.core.forecast import (
     due_in_s,
     fit_ahead,
     opening_wave,
+    room_back_at,
 )
 from plastic.core.model import (
     PREEMPTIBLE,
@@ -111,6 +112,19 @@ def test_a_booting_node_serves_once_it_is_up():
     assert left == []
     late = node("n2", 2, state=NodeState.PENDING, created_at=10.0)
     assert fit_ahead([waiting("a")], [], [late], 10.0, 0.0)[0] == []  # no lead: booting room counts now
+
+
+def test_a_task_past_its_estimate_gets_one_lead_of_grace():
+    """Two queued tasks, a full node whose two tasks should have ended at 40 s; now is 50 s, lead 15 s.
+    Within the grace (ends + 15 = 55 s) the room is expected back in time: nothing is left for new
+    nodes.  At 60 s, past the grace, the late tasks keep their room: both are left."""
+    late = node("n1", 2, used=2, ends=((40.0, ONE), (40.0, ONE)))
+    queued = [waiting("a"), waiting("b")]
+    assert fit_ahead(queued, [], [late], 50.0, 15.0) == ([], {}, {"n1"})
+    left, _, _ = fit_ahead(queued, [], [late], 60.0, 15.0)
+    assert [t.task_id for t in left] == ["a", "b"]
+    assert room_back_at(70.0, 50.0, 15.0) == 70.0 and room_back_at(50.0, 50.0, 15.0) == 50.0
+    assert room_back_at(40.0, 50.0, 15.0) == 55.0 and room_back_at(30.0, 50.0, 15.0) is None
 
 
 def test_expected_work_beyond_the_lead_is_not_counted():
