@@ -311,8 +311,12 @@ class Simulation:
         due = due_in_s(self.estimated, progress, self.now)
         return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)
 
+    def _estimate_s(self, t: SimTask) -> float:
+        """What the elastic controller is told a task runs for (it runs ``t.runtime_s``)."""
+        return t.runtime_s * self.estimate_factor
+
     def _waiting(self, t: SimTask, due_in_s: float = 0.0) -> WaitingTask:
-        estimate = t.runtime_s * self.estimate_factor if self.controller.policy.lead_s > 0 else None
+        estimate = self._estimate_s(t) if self.controller.policy.lead_s > 0 else None
         return WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
                            self.now - t.queued_at if t.state == "queued" else 0.0, due_in_s, estimate)
 
@@ -321,7 +325,7 @@ class Simulation:
         views = tuple(self._view(n) for n in self.nodes.values())
         if self.controller.policy.lead_s > 0:
             views = tuple(replace(v, task_ends=tuple(
-                (self.tasks[i].started_at + self.tasks[i].runtime_s * self.estimate_factor, self.tasks[i].spec.demand)
+                (self.tasks[i].started_at + self._estimate_s(self.tasks[i]), self.tasks[i].spec.demand)
                 for i in sorted(self.nodes[v.node_id].tasks))) for v in views)
         out = self.controller.handle(ClusterObserved(queued, views, self._expected()), self.now)
         for o in out:
