@@ -73,8 +73,9 @@ def usd_lower_bound(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], cap_
     """No policy that keeps one reliable node alive and finishes by `cap_s` pays less (math.inf when
     `cap_s` is shorter than the boot plus the critical path)."""
     end_s = boot_s + critical_path_s(tasks)
-    if cap_s < end_s:
+    if cap_s < end_s - 1e-9 * end_s:  # a run that ends at the critical path, summed in another order
         return math.inf
+    cap_s = max(cap_s, end_s)
     window_s = cap_s - boot_s
     work = sum(t.vcpus * runtime_s(t) for t in tasks)
     across_middle = sum(t.vcpus for t in tasks if runtime_s(t) > window_s / 2)
