@@ -49,7 +49,7 @@ from plastic.traces import load_trace  # noqa: E402
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wfinstances"
 POLICIES = ("static", "elastic", "reactive", "cold")
 # rows printed: the policies and the elastic controller without runtime estimates (no forecast)
-ROWS = ("static", "elastic", "no-est", "reactive", "cold")
+ROWS = ("static", "elastic", "no-dag", "no-est", "reactive", "cold")
 TARGET_USD_RATIO = 0.7
 TARGET_MAKESPAN_RATIO = 1.1
 TARGET_DECISION_MS = 20.0
@@ -66,13 +66,15 @@ def run_trace(path: Path, seeds: int, rate: float, boot_s: float, estimate_facto
     rows: dict[str, dict[str, list[SimResult]]] = {}
     floors: dict[str, float] = {}
     # elastic: with the trace's runtimes as estimates, it looks one boot ahead (lead_s = boot_s);
-    # no-est: the same controller with no estimates (lead_s 0: the queued work and the free room only)
-    variants = [("static", None, None), ("elastic", 0.5, boot_s), ("no-est", 0.5, 0.0), ("reactive", None, None),
-                ("cold", None, None)]
+    # no-dag: with estimates, but no waves forecast from the DAG (as a CWL run through Toil sees its work:
+    # what is queued and what runs); no-est: no estimates (lead_s 0: the queued work and the free room only)
+    variants = [("static", None, None), ("elastic", 0.5, boot_s), ("no-dag", 0.5, boot_s), ("no-est", 0.5, 0.0),
+                ("reactive", None, None), ("cold", None, None)]
     variants += [(f"elastic-w{w:g}", w, boot_s) for w in BAND_WEIGHTS]
     for name, weight, lead_s in variants:
         policy = "elastic" if weight is not None else "reactive-cold" if name == "cold" else name
-        kw = {} if weight is None else {"elastic_policy": ElasticPolicy(band_weight=weight, lead_s=lead_s)}
+        kw = {} if weight is None else {"elastic_policy": ElasticPolicy(band_weight=weight, lead_s=lead_s),
+                                        "forecast_dag": name != "no-dag"}
         for label, r in (("calm", 0.0), ("interrupted", rate)):
             results = [simulate(workload.tasks, plan, shapes, policy, seed=seed, rate_per_hour=r, boot_s=boot_s,
                                 estimate_factor=estimate_factor, **kw)
@@ -115,9 +117,12 @@ def report(traces: list[dict], rate: float, seeds: int, boot_s: float) -> dict:
             v["usd_vs_floor"] = usd["elastic"] / doc["floor_usd"][cond]
             v["no_est_usd_vs_static"] = mean(got["no-est"], "usd") / usd["static"]
             v["no_est_makespan_vs_static"] = mean(got["no-est"], "makespan_s") / span["static"]
+            v["no_dag_usd_vs_static"] = mean(got["no-dag"], "usd") / usd["static"]
+            v["no_dag_makespan_vs_static"] = mean(got["no-dag"], "makespan_s") / span["static"]
             print(f"{'':38} {'':11} {'ratios':8} elastic/static USD {v['usd_vs_static']:.3f}, makespan "
                   f"{v['makespan_vs_static']:.3f}; elastic/reactive USD {v['usd_vs_reactive']:.3f}, /cold "
                   f"{v['usd_vs_cold']:.3f}; "
+                  f"no-dag/static USD {v['no_dag_usd_vs_static']:.3f}, makespan {v['no_dag_makespan_vs_static']:.3f}; "
                   f"no-est/static USD {v['no_est_usd_vs_static']:.3f}, makespan {v['no_est_makespan_vs_static']:.3f}")
             reach = "within reach" if v["floor_vs_static"] <= TARGET_USD_RATIO else "out of reach for any policy"
             print(f"{'':38} {'':11} {'floor':8} {doc['floor_usd'][cond]:9.4f} USD = {v['floor_vs_static']:.3f} "

@@ -131,7 +131,8 @@ class Simulation:
     def __init__(self, tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, *,
                  seed: int = 1, rate_per_hour: float = 0.0, boot_s: float = 60.0, look_s: float = 5.0,
                  reactive_idle_s: float = 600.0, elastic_policy: ElasticPolicy | None = None,
-                 horizon_s: float = 7 * 86400.0, estimate_factor: float = 1.0):
+                 horizon_s: float = 7 * 86400.0, estimate_factor: float = 1.0,
+                 forecast_dag: bool = True):
         self.policy = policy
         self.shapes = list(shapes)
         self.by_name = {(s.instance_type.name, s.market): s for s in self.shapes}
@@ -144,6 +145,7 @@ class Simulation:
         self.tasks = {t.id: SimTask(t, len(t.parents)) for t in tasks}
         # the elastic controller's estimates: the trace's runtimes x estimate_factor (< 1: tasks overrun them)
         self.estimate_factor = estimate_factor
+        self.forecast_dag = forecast_dag  # False: no waves forecast from the DAG, as a run through Toil sees it
         self.estimated = [replace(t, runtime_s=None if t.runtime_s is None else t.runtime_s * estimate_factor)
                           for t in tasks]
         for t in tasks:
@@ -304,11 +306,11 @@ class Simulation:
         """Waiting tasks due within the controller's lead time, by the forecast of plastic.core.forecast
         on the trace's runtimes (the estimates the plan was made with)."""
         lead_s = self.controller.policy.lead_s
-        if lead_s <= 0:
+        if lead_s <= 0 or not self.forecast_dag:
             return ()
         progress = {i: TaskProgress(Progress(t.state), t.started_at if t.state == "running" else None)
                     for i, t in self.tasks.items() if t.state != "waiting"}
-        due = due_in_s(self.estimated, progress, self.now)
+        due = due_in_s(self.estimated, progress, self.now, lead_s=lead_s)
         return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)
 
     def _estimate_s(self, t: SimTask) -> float:

@@ -8,10 +8,10 @@ seen coming: a waiting task is queued when its last parent ends, a parent ends `
 it starts, a running task started when it was placed and a queued one starts now (capacity is
 assumed to be there: the forecast is of the work, not of the cluster).  `due_in_s` gives, for each
 waiting task whose ancestors all have an estimate, the seconds from ``now`` until it is queued
-(0 when its parents have all overrun their estimates); a task below one without an estimate has no
-forecast.
+(a parent past its estimate is given one lead of grace, as its room is below; after that its end,
+and so its children's, is unknown); a task below one without an estimate has no forecast.
 
-The plan's first wave is work expected now until the Toil leader issues it (`opening_wave`).
+The plan's tasks that the Toil leader has not issued yet are dated the same way (`plan_ahead`).
 
 2. Which work will the nodes there are start in time? (`fit_ahead`)  The queued tasks and the
 expected ones due within ``lead_s`` (the nodes' boot time) are placed, in the book's order, on the
@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
@@ -57,11 +57,14 @@ class Progress(StrEnum):
 class TaskProgress:
     state: Progress
     started_at: float | None = None  # RUNNING: when it was placed
+    ended_at: float | None = None  # DONE: when it ended (plan_ahead; None: long ago)
 
 
-def due_in_s(tasks: Sequence[TaskSpec], progress: Mapping[str, TaskProgress], now: float) -> dict[str, float]:
+def due_in_s(tasks: Sequence[TaskSpec], progress: Mapping[str, TaskProgress], now: float, *,
+             lead_s: float) -> dict[str, float]:
     """Seconds from ``now`` until each forecastable waiting task is queued (see the module's text).
-    A task missing from ``progress`` is waiting."""
+    A task missing from ``progress`` is waiting.  A running task past its estimate is expected to end
+    as `room_back_at` says (by its estimate plus ``lead_s``; past that, its end is unknown)."""
     by_id = {t.id: t for t in tasks}
     end_at: dict[str, float | None] = {}  # when a task is expected to end (None: unknown)
     due: dict[str, float] = {}
@@ -80,26 +83,68 @@ def due_in_s(tasks: Sequence[TaskSpec], progress: Mapping[str, TaskProgress], no
             start = None if any(e is None for e in ends) else max(ends, default=now)
             if start is not None:
                 due[task.id] = max(start - now, 0.0)
-        end_at[task.id] = None if start is None or runtime is None else max(start + runtime, now)
+        if start is None or runtime is None:
+            end_at[task.id] = None
+        elif p.state is Progress.RUNNING:
+            end_at[task.id] = room_back_at(start + runtime, now, lead_s)
+        else:
+            end_at[task.id] = start + runtime
     return due
 
 
 _WAITING = TaskProgress(Progress.WAITING)
 
 
-def opening_wave(tasks: Sequence[TaskSpec], steps_issued: Collection[str | None], elapsed_s: float,
-                 hold_s: float) -> tuple[WaitingTask, ...]:
-    """The plan's first wave (its tasks without a parent) as work expected now, until the Toil leader
-    issues it.  A run starts the nodes the plan has for that wave; the leader may take a while to
-    issue its first jobs, and a controller looking a boot ahead would otherwise see no work for those
-    nodes and release them, then buy the same shapes for the wave when it comes.  A task stops being
-    expected once a job of its step (its id without the scatter index) has been issued, and the whole
-    wave ``hold_s`` after the run started (an idle node waits no longer than that anyway; it also ends
-    the wave of a step whose jobs carry no step name)."""
-    if elapsed_s >= hold_s:
-        return ()
-    return tuple(WaitingTask(t.id, t.demand, t.preempt.max_preemptions == 0, t.instance_type, 0.0, 0.0, t.runtime_s)
-                 for t in tasks if not t.parents and step_of(t.id) not in steps_issued)
+class PlanOutlook(NamedTuple):
+    expected: tuple[WaitingTask, ...]  # the plan's tasks not issued yet that a forecast can date
+    settled: bool  # every plan task is issued or given up: nothing more will be expected
+
+
+def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[TaskProgress]], now: float,
+               started_at: float, hold_s: float, *, lead_s: float) -> PlanOutlook:
+    """The plan's tasks that the Toil leader has not issued yet, as expected work with their due times.
+
+    A run through Toil learns its jobs only as they become ready; the plan knows the DAG.  The run's
+    jobs of each CWL step, in the order they were issued (``jobs_by_step``), stand for the plan's
+    tasks of that step in the plan's order ("sort[0]", "sort[1]", ...); the plan's other tasks are
+    not issued, and `due_in_s` dates them from their parents' progress and the estimates the tasks
+    carry.  A task not issued whose parents have all ended (a first-wave task: since the run
+    started) is due now, but only for ``hold_s``: the leader issues ready work within seconds, so a
+    task still missing after that never comes (the scatter was narrower than planned, or the jobs
+    carry other step names), and neither do the tasks below it.  This keeps the nodes the run
+    started for the first wave through a slow start, and buys a later wave's nodes while its
+    parents run, as the simulation's controller does (bench/elastic.py)."""
+    by_step: dict[str, list[TaskSpec]] = {}
+    for t in tasks:
+        by_step.setdefault(step_of(t.id), []).append(t)
+    progress: dict[str, TaskProgress] = {}
+    for step, planned in by_step.items():
+        for t, p in zip(planned, jobs_by_step.get(step, ())):
+            progress[t.id] = p
+    by_id = {t.id: t for t in tasks}
+    given_up: set[str] = set()
+    for t in _topological(tasks, by_id):
+        if t.id in progress:
+            continue
+        parents = [p for p in t.parents if p in by_id]
+        if any(p in given_up for p in parents):
+            given_up.add(t.id)
+            continue
+        ended = [_ended_at(progress.get(p)) for p in parents]
+        if all(e is not None for e in ended) and now - max(ended, default=started_at) >= hold_s:
+            given_up.add(t.id)
+    due = due_in_s(tasks, progress, now, lead_s=lead_s)
+    expected = tuple(WaitingTask(t.id, t.demand, t.preempt.max_preemptions == 0, t.instance_type, 0.0, due[t.id],
+                                 t.runtime_s)
+                     for t in tasks if t.id in due and t.id not in given_up)
+    return PlanOutlook(expected, len(progress) + len(given_up) >= len(by_id))
+
+
+def _ended_at(p: TaskProgress | None) -> float | None:
+    """When a task ended (-inf: ended, time unknown), None while it has not."""
+    if p is None or p.state is not Progress.DONE:
+        return None
+    return p.ended_at if p.ended_at is not None else -math.inf
 
 
 def _topological(tasks: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec]) -> list[TaskSpec]:

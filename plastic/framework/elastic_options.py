@@ -102,7 +102,7 @@ class RunPlan(NamedTuple):
     """What the batch system takes from the run's plan (--plasticPlan)."""
 
     cluster_names: dict[tuple[str, Market], str]  # (instance type, market) -> cluster: new nodes join it
-    tasks: tuple[TaskSpec, ...]  # the first wave is expected until Toil issues it; their runtimes, estimates
+    tasks: tuple[TaskSpec, ...]  # expected until Toil issues them (plan_ahead); their runtimes, estimates
 
 
 def read_plan(plan_path: str | None) -> RunPlan:

@@ -16,7 +16,8 @@ Framework's recorders: the decisions log (marked ``"m": "elastic"``) and the run
 A node's view joins what the provider says (state, type, market, times) with what the book knows of
 its agent (tasks on it, when it was last busy, a terminate notice, lost); times are moved onto the
 book's clock, which is the controller's.  Looking a boot ahead, the observation also carries the
-plan's first wave as expected work until the Toil leader issues it (``plan_tasks``).
+plan's tasks that the Toil leader has not issued yet, dated from the progress of the jobs it has
+issued (``plan_tasks``; plastic.core.forecast.plan_ahead), with the book's runtime estimates.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from plastic.core import jobbook_events as evt
@@ -41,8 +43,10 @@ from plastic.core.elastic_model import (
     UncordonNode,
     WaitingTask,
 )
-from plastic.core.forecast import opening_wave
+from plastic.core.forecast import Progress, TaskProgress, plan_ahead
+from plastic.core.lifecycle import TaskState
 from plastic.core.model import Market, NodeShape, Resources, TaskSpec
+from plastic.core.plan import step_of
 from plastic.framework.adapter import Framework
 from plastic.providers import NodeRequest, Provider, ProviderError, ProviderNode
 
@@ -66,7 +70,7 @@ class Provisioner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._provider_down = False
-        self.plan_tasks = tuple(plan_tasks)  # the plan's first wave is expected until Toil issues it
+        self.plan_tasks = tuple(plan_tasks)  # expected until Toil issues them (plan_ahead)
         self._started_at: float | None = None
 
     def start(self) -> Provisioner:
@@ -172,19 +176,32 @@ class Provisioner:
         for node in nodes:
             agent_id = node.agent_id or (book.agent_of_instance(node.instance_id) if node.instance_id else None)
             views.append(self._view(node, agent_id, on_agent.get(agent_id or "", []), now, ahead=ahead))
-        return ClusterObserved(queued, tuple(views), self._opening(now) if ahead else ())
+        return ClusterObserved(queued, tuple(views), self._plan_ahead(now) if ahead else ())
 
-    def _opening(self, now: float) -> tuple[WaitingTask, ...]:
-        """The plan's first wave as expected work (plastic.core.forecast.opening_wave)."""
+    def _plan_ahead(self, now: float) -> tuple[WaitingTask, ...]:
+        """The plan's tasks not issued yet, as expected work (plastic.core.forecast.plan_ahead): the
+        book's jobs of each step in issue order stand for the plan's tasks of that step, and a step's
+        tool's estimate, once the book has one, replaces the plan's runtimes."""
         if self._started_at is None:
             self._started_at = now
         if not self.plan_tasks:
             return ()
-        steps = {job.step for job in self.framework.book.jobs.values()}
-        wave = opening_wave(self.plan_tasks, steps, now - self._started_at, self.controller.policy.idle_s)
-        if not wave:  # for good: the steps issued and the time since the start only grow
+        book = self.framework.book
+        by_step: dict[str, list[TaskProgress]] = {}
+        estimates: dict[str, float] = {}
+        for job in sorted(book.jobs.values(), key=lambda j: j.issued_at):
+            if job.step is None:
+                continue
+            by_step.setdefault(job.step, []).append(_progress(job))
+            if job.step not in estimates and (estimate := book.estimate(job.tool)) is not None:
+                estimates[job.step] = estimate
+        tasks = [t if (e := estimates.get(step_of(t.id))) is None or e == t.runtime_s else replace(t, runtime_s=e)
+                 for t in self.plan_tasks]
+        policy = self.controller.policy
+        outlook = plan_ahead(tasks, by_step, now, self._started_at, policy.idle_s, lead_s=policy.lead_s)
+        if outlook.settled:  # for good: issued jobs and the time since their parents ended only grow
             self.plan_tasks = ()
-        return wave
+        return outlook.expected
 
     def _view(self, node: ProviderNode, agent_id: str | None, jobs: list[Any], now: float, *,
               ahead: bool = False) -> NodeView:
@@ -219,3 +236,18 @@ class Provisioner:
                 ends.append(((attempt.started_at or attempt.launched_at) + estimate, job.demand))
         return NodeView(node.node_id, node.cluster, node.instance_type, Market(node.market), state, capacity, price,
                         to_book(node.created_at), used, len(jobs), idle_since, ended, task_ends=tuple(sorted(ends, key=lambda e: e[0])))
+
+
+_RUNNING_STATES = (TaskState.LAUNCHING, TaskState.STARTING, TaskState.RUNNING, TaskState.KILLING)
+_ENDED_STATES = (TaskState.FINISHED, TaskState.FAILED, TaskState.KILLED)
+
+
+def _progress(job: Any) -> TaskProgress:
+    """A book job as the forecast's progress of the plan task it stands for (book clock)."""
+    attempt = job.attempts[-1] if job.attempts else None
+    if job.state in _ENDED_STATES:
+        return TaskProgress(Progress.DONE, ended_at=attempt.ended_at if attempt else None)
+    if job.state in _RUNNING_STATES and attempt is not None:
+        return TaskProgress(Progress.RUNNING, started_at=attempt.started_at or attempt.launched_at)
+    return TaskProgress(Progress.QUEUED)
+

@@ -21,7 +21,7 @@ from plastic.core.forecast import (
     TaskProgress,
     due_in_s,
     fit_ahead,
-    opening_wave,
+    plan_ahead,
     room_back_at,
 )
 from plastic.core.model import (
@@ -57,25 +57,29 @@ def waiting(task_id: str, runtime_s: float | None = 30.0, due_in_s: float = 0.0,
 
 def test_a_wave_is_due_when_its_slowest_parent_ends():
     tasks = [spec("split", 40.0), spec("a", 10.0, "split"), spec("b", 20.0, "split"), spec("merge", 5.0, "a", "b")]
-    due = due_in_s(tasks, {"split": TaskProgress(Progress.RUNNING, started_at=100.0)}, now=110.0)
+    due = due_in_s(tasks, {"split": TaskProgress(Progress.RUNNING, started_at=100.0)}, now=110.0, lead_s=60.0)
     assert due == {"a": 30.0, "b": 30.0, "merge": 50.0}  # split ends at 140; b at 160
 
 
 def test_queued_parents_start_now_and_done_ones_are_over():
     tasks = [spec("x", 10.0), spec("y", 25.0), spec("z", 1.0, "x", "y")]
     progress = {"x": TaskProgress(Progress.DONE), "y": TaskProgress(Progress.QUEUED)}
-    assert due_in_s(tasks, progress, now=50.0) == {"z": 25.0}
+    assert due_in_s(tasks, progress, now=50.0, lead_s=60.0) == {"z": 25.0}
 
 
 def test_no_forecast_below_a_task_without_an_estimate():
     tasks = [spec("a", None), spec("b", 5.0, "a"), spec("c", 5.0, "b"), spec("d", 5.0)]
-    due = due_in_s(tasks, {"a": TaskProgress(Progress.RUNNING, started_at=0.0)}, now=1.0)
+    due = due_in_s(tasks, {"a": TaskProgress(Progress.RUNNING, started_at=0.0)}, now=1.0, lead_s=60.0)
     assert due == {"d": 0.0}  # b and c hang on a, whose end is unknown; d waits for nothing: due now
 
 
-def test_an_overrun_parent_makes_its_children_due_now():
+def test_an_overrun_parent_gets_one_lead_of_grace_then_its_children_have_no_date():
+    """slow should have ended at 10 s: with a 15 s lead its child is due by 25 s (at 20 s: in 5 s);
+    at 30 s slow is past the grace, its end unknown, and next has no date."""
     tasks = [spec("slow", 10.0), spec("next", 1.0, "slow")]
-    assert due_in_s(tasks, {"slow": TaskProgress(Progress.RUNNING, started_at=0.0)}, now=60.0) == {"next": 0.0}
+    running = {"slow": TaskProgress(Progress.RUNNING, started_at=0.0)}
+    assert due_in_s(tasks, running, now=20.0, lead_s=15.0) == {"next": 5.0}
+    assert due_in_s(tasks, running, now=30.0, lead_s=15.0) == {}
 
 
 # ------------------------------------------------------------ fit_ahead
@@ -182,7 +186,7 @@ def test_looking_ahead_an_idle_node_no_work_needs_goes_sooner():
             assert got == cordoned, (lead_s, got)
 
 
-# ------------------------------------------------------------ opening_wave
+# ------------------------------------------------------------ plan_ahead
 
 
 def test_step_of_strips_the_scatter_index_only():
@@ -191,20 +195,48 @@ def test_step_of_strips_the_scatter_index_only():
     assert step_of("odd[x]") == "odd[x]" and step_of("a[1]b") == "a[1]b"
 
 
+def scatter_plan() -> list[TaskSpec]:
+    """split (reliable, 30 s) and a 3-wide scatter with no parent are the first wave; merge (after split
+    and sort[0]) is not."""
+    return [TaskSpec("split", 1, 512, RELIABLE, 30.0),
+            *(TaskSpec(f"sort[{i}]", 2, 2048, Preempt(2), None, instance_type="m5.large") for i in range(3)),
+            TaskSpec("merge", 1, 1024, RELIABLE, 30.0, parents=("split", "sort[0]"))]
+
+
 def test_the_plan_s_first_wave_is_expected_until_its_step_is_issued_or_the_hold_ends():
-    """split (reliable) and a 3-wide scatter with no parent are the first wave; merge is not.  Each is
-    expected now (due 0, its estimate) until a job of its step is issued; after hold_s, nothing."""
-    tasks = [TaskSpec("split", 1, 512, RELIABLE, 30.0),
-             *(TaskSpec(f"sort[{i}]", 2, 2048, Preempt(2), None, instance_type="m5.large") for i in range(3)),
-             TaskSpec("merge", 1, 1024, RELIABLE, 30.0, parents=("split", "sort[0]"))]
-    wave = opening_wave(tasks, set(), 5.0, 60.0)
-    assert [w.task_id for w in wave] == ["split", "sort[0]", "sort[1]", "sort[2]"]
-    split, sort0 = wave[0], wave[1]
+    """Nothing issued yet: the first wave is expected now (due 0, its estimate); merge is below a task
+    without an estimate, so it has no date.  A step's issued jobs stand for its tasks in order; after
+    hold_s from the start, a first-wave task never issued is given up."""
+    tasks = scatter_plan()
+    ahead = plan_ahead(tasks, {}, 5.0, 0.0, 60.0, lead_s=15.0)
+    assert [w.task_id for w in ahead.expected] == ["split", "sort[0]", "sort[1]", "sort[2]"]
+    assert not ahead.settled
+    split, sort0 = ahead.expected[0], ahead.expected[1]
     assert split.needs_reliable and split.runtime_s == 30.0 and split.due_in_s == 0.0
     assert not sort0.needs_reliable and sort0.instance_type == "m5.large" and sort0.demand == Resources(2, 2048)
-    assert [w.task_id for w in opening_wave(tasks, {"sort", None}, 5.0, 60.0)] == ["split"]
-    assert opening_wave(tasks, {"split", "sort"}, 5.0, 60.0) == ()
-    assert opening_wave(tasks, set(), 60.0, 60.0) == ()
+    queued = TaskProgress(Progress.QUEUED)
+    two_sorts = plan_ahead(tasks, {"sort": [queued, queued]}, 5.0, 0.0, 60.0, lead_s=15.0)
+    assert [w.task_id for w in two_sorts.expected] == ["split", "sort[2]"]
+    everything = {"split": [queued], "sort": [queued] * 3, "merge": [queued]}
+    assert plan_ahead(tasks, everything, 5.0, 0.0, 60.0, lead_s=15.0) == ((), True)
+    late = plan_ahead(tasks, {}, 60.0, 0.0, 60.0, lead_s=15.0)
+    assert late == ((), True)  # nothing came within the hold: the first wave and merge below it given up
+
+
+def test_a_later_wave_is_dated_from_its_parents_and_given_up_once_they_ended_long_ago():
+    """split ran from 0 with a 30 s estimate: its children are due at 30 s (25 s from now at 5 s);
+    once split has ended, they are due now for hold_s after its end, then given up (a narrower
+    scatter than planned)."""
+    tasks = [TaskSpec("split", 1, 512, RELIABLE, 30.0),
+             *(TaskSpec(f"sort[{i}]", 1, 1024, PREEMPTIBLE, 40.0, parents=("split",)) for i in range(3))]
+    running = {"split": [TaskProgress(Progress.RUNNING, started_at=0.0)]}
+    ahead = plan_ahead(tasks, running, 5.0, 0.0, 20.0, lead_s=15.0)
+    assert [(w.task_id, w.due_in_s) for w in ahead.expected] == [(f"sort[{i}]", 25.0) for i in range(3)]
+    ended = {"split": [TaskProgress(Progress.DONE, ended_at=32.0)],
+             "sort": [TaskProgress(Progress.RUNNING, started_at=33.0)]}
+    now_due = plan_ahead(tasks, ended, 40.0, 0.0, 20.0, lead_s=15.0)
+    assert [(w.task_id, w.due_in_s) for w in now_due.expected] == [("sort[1]", 0.0), ("sort[2]", 0.0)]
+    assert plan_ahead(tasks, ended, 52.0, 0.0, 20.0, lead_s=15.0) == ((), True)
 
 
 def test_a_looking_ahead_controller_keeps_the_nodes_of_the_expected_first_wave():
@@ -219,7 +251,7 @@ def test_a_looking_ahead_controller_keeps_the_nodes_of_the_expected_first_wave()
                     Resources(0, 0), 0, 5.0)
     tasks = [TaskSpec("split", 2, 2048, RELIABLE, 30.0),
              *(TaskSpec(f"sort[{i}]", 1, 1024, PREEMPTIBLE, 40.0) for i in range(4))]
-    for expected, cordoned in ((opening_wave(tasks, set(), 20.0, 60.0), set()), ((), {"a", "b"})):
+    for expected, cordoned in ((plan_ahead(tasks, {}, 20.0, 0.0, 60.0, lead_s=15.0).expected, set()), ((), {"a", "b"})):
         ctl = ElasticController(SHAPES, ElasticPolicy(lead_s=15.0))
         out = ctl.handle(ClusterObserved((), (core, idle_spot("a"), idle_spot("b")), expected), 20.0)
         assert {o.node_id for o in out if type(o).__name__ == "CordonNode"} == cordoned
