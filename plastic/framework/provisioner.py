@@ -44,7 +44,7 @@ from plastic.core.elastic_model import (
     WaitingTask,
 )
 from plastic.core.forecast import Progress, TaskProgress, plan_ahead
-from plastic.core.lifecycle import TaskState
+from plastic.core.jobs import ENDED, LIVE, Job
 from plastic.core.model import Market, NodeShape, Resources, TaskSpec
 from plastic.core.plan import step_of
 from plastic.framework.adapter import Framework
@@ -238,16 +238,12 @@ class Provisioner:
                         to_book(node.created_at), used, len(jobs), idle_since, ended, task_ends=tuple(sorted(ends, key=lambda e: e[0])))
 
 
-_RUNNING_STATES = (TaskState.LAUNCHING, TaskState.STARTING, TaskState.RUNNING, TaskState.KILLING)
-_ENDED_STATES = (TaskState.FINISHED, TaskState.FAILED, TaskState.KILLED)
-
-
-def _progress(job: Any) -> TaskProgress:
+def _progress(job: Job) -> TaskProgress:
     """A book job as the forecast's progress of the plan task it stands for (book clock)."""
     attempt = job.attempts[-1] if job.attempts else None
-    if job.state in _ENDED_STATES:
+    if job.state in ENDED:
         return TaskProgress(Progress.DONE, ended_at=attempt.ended_at if attempt else None)
-    if job.state in _RUNNING_STATES and attempt is not None:
+    if job.state in LIVE and attempt is not None:
         return TaskProgress(Progress.RUNNING, started_at=attempt.started_at or attempt.launched_at)
     return TaskProgress(Progress.QUEUED)
 
