@@ -62,9 +62,13 @@ def sleepers():
     procs: list[subprocess.Popen] = []
 
     def start(*names: str) -> subprocess.Popen:
-        """A stand-in for `plastic run`: a process whose command line names its run, as the real ones do."""
-        procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", *names],
-                                      start_new_session=True))
+        """A stand-in for `plastic run`: a process whose command line names its run, as the real ones do.
+        It is returned once its interpreter has started (it says so), as a run the service adopts has
+        long started; a signal during Python's start-up is another case than the one these tests mean."""
+        code = "import sys, time; print('ready', flush=True); time.sleep(300)"
+        procs.append(subprocess.Popen([sys.executable, "-c", code, *names], start_new_session=True,
+                                      stdout=subprocess.PIPE, text=True))
+        assert procs[-1].stdout.readline() == "ready\n"
         return procs[-1]
 
     yield start
@@ -72,6 +76,7 @@ def sleepers():
         if p.poll() is None:
             p.kill()
         p.wait()
+        p.stdout.close()
 
 
 def _dead_pid() -> int:
