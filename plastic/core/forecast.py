@@ -66,9 +66,15 @@ def due_in_s(tasks: Sequence[TaskSpec], progress: Mapping[str, TaskProgress], no
     A task missing from ``progress`` is waiting.  A running task past its estimate is expected to end
     as `room_back_at` says (by its estimate plus ``lead_s``; past that, its end is unknown)."""
     by_id = {t.id: t for t in tasks}
+    return _due_in_order(_topological(tasks, by_id), by_id, progress, now, lead_s)
+
+
+def _due_in_order(order: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec], progress: Mapping[str, TaskProgress],
+                  now: float, lead_s: float) -> dict[str, float]:
+    """`due_in_s` on tasks already in topological order (plan_ahead has it)."""
     end_at: dict[str, float | None] = {}  # when a task is expected to end (None: unknown)
     due: dict[str, float] = {}
-    for task in _topological(tasks, by_id):
+    for task in order:
         p = progress.get(task.id, _WAITING)
         if p.state is Progress.DONE:
             end_at[task.id] = now
@@ -123,7 +129,8 @@ def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[Ta
             progress[t.id] = p
     by_id = {t.id: t for t in tasks}
     given_up: set[str] = set()
-    for t in _topological(tasks, by_id):
+    order = _topological(tasks, by_id)
+    for t in order:
         if t.id in progress:
             continue
         parents = [p for p in t.parents if p in by_id]
@@ -133,7 +140,7 @@ def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[Ta
         ended = [_ended_at(progress.get(p)) for p in parents]
         if all(e is not None for e in ended) and now - max(ended, default=started_at) >= hold_s:
             given_up.add(t.id)
-    due = due_in_s(tasks, progress, now, lead_s=lead_s)
+    due = _due_in_order(order, by_id, progress, now, lead_s)
     expected = tuple(WaitingTask(t.id, t.demand, t.preempt.max_preemptions == 0, t.instance_type, 0.0, due[t.id],
                                  t.runtime_s)
                      for t in tasks if t.id in due and t.id not in given_up)
