@@ -81,7 +81,7 @@ class SpotNotices:
         if notice is None or est is None:
             return False
         cur = job.current
-        start = cur.started_at if cur and cur.started_at is not None else (cur.launched_at if cur else now)
+        start = cur.began_at if cur else now
         remaining = max(est - (now - start), 0.0)
         return now + remaining + self.margin_s <= notice.terminate_at
 

@@ -49,9 +49,14 @@ class Attempt:
     ended_at: float | None = None
     end: str | None = None  # finished / failed / killed / preempted / lost / dropped / lost_for_good
 
+    @property
+    def began_at(self) -> float:
+        """When it started, or was launched if it never started."""
+        return self.started_at if self.started_at is not None else self.launched_at
+
     def ran_s(self, now: float) -> float:
         """From its start (or its launch, if it never started) to ``now``."""
-        return max(now - (self.started_at if self.started_at is not None else self.launched_at), 0.0)
+        return max(now - self.began_at, 0.0)
 
 
 @dataclass(slots=True)

@@ -233,7 +233,7 @@ class Provisioner:
         for job in jobs if ahead else ():  # when the running tasks should end, by their tools' estimates
             attempt, estimate = job.current, book.estimate(job.tool)
             if attempt is not None and estimate is not None:
-                ends.append(((attempt.started_at or attempt.launched_at) + estimate, job.demand))
+                ends.append((attempt.began_at + estimate, job.demand))
         return NodeView(node.node_id, node.cluster, node.instance_type, Market(node.market), state, capacity, price,
                         to_book(node.created_at), used, len(jobs), idle_since, ended, task_ends=tuple(sorted(ends, key=lambda e: e[0])))
 
@@ -244,6 +244,6 @@ def _progress(job: Job) -> TaskProgress:
     if job.state in ENDED:
         return TaskProgress(Progress.DONE, ended_at=attempt.ended_at if attempt else None)
     if job.state in LIVE and attempt is not None:
-        return TaskProgress(Progress.RUNNING, started_at=attempt.started_at or attempt.launched_at)
+        return TaskProgress(Progress.RUNNING, started_at=attempt.began_at)
     return TaskProgress(Progress.QUEUED)
 
