@@ -7,6 +7,10 @@ tuned on) and the wide mix at seeds 2-3, each planned with `--preempt all` (spot
 (on-demand).  Each command runs once untimed (page cache), then `--runs` times; the median is printed.
 With `--baseline`, the same command runs from that checkout (`python -m plastic` with it first on
 PYTHONPATH) in the same loop, and the two plans' JSON must be equal (the speed-ups change no plan).
+
+`--instructions` also counts the machine instructions of one run of each command under valgrind's
+callgrind (about 40 s a run): unlike seconds, the count does not move with the host's load or the
+hour, so it compares two checkouts on a noisy machine.  `--sets mixed-5,wide-2` picks sets.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,6 +38,9 @@ SETS = [("mixed", s) for s in (2, 3, 4, 5, 6)] + [("wide", s) for s in (2, 3)]
 
 
 def command(src: Path, trace: Path, mode: str, *, json_out: Path | None = None) -> tuple[list[str], dict]:
+    # run with the checkout as the working directory too: `python -m` puts the working directory
+    # before PYTHONPATH, so run from this repository it would import this checkout's plastic whatever
+    # PYTHONPATH says (until 2026-11-26 the "baseline" column was this checkout run twice)
     env = dict(os.environ, PYTHONPATH=str(src))
     cmd = [sys.executable, "-m", "plastic", "plan", str(trace), "--concurrent", "--preempt", mode]
     if json_out is not None:
@@ -41,18 +50,29 @@ def command(src: Path, trace: Path, mode: str, *, json_out: Path | None = None) 
 
 def timed(src: Path, trace: Path, mode: str, runs: int) -> float:
     cmd, env = command(src, trace, mode)
-    subprocess.run(cmd, env=env, capture_output=True, check=True)  # warm-up
+    subprocess.run(cmd, env=env, cwd=src, capture_output=True, check=True)  # warm-up
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(cmd, env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
+def instructions(src: Path, trace: Path, mode: str) -> int:
+    """Machine instructions one whole `plastic plan` process executes (valgrind's callgrind)."""
+    cmd, env = command(src, trace, mode)
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], env=env, cwd=src,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True).stderr
+    found = re.search(r"Collected : (\d+)", out)
+    if found is None:
+        raise SystemExit(f"plan_speed: no instruction count in valgrind's output for {trace.name} --preempt {mode}")
+    return int(found.group(1))
+
+
 def plan_json(src: Path, trace: Path, mode: str, out: Path) -> dict:
     cmd, env = command(src, trace, mode, json_out=out)
-    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    subprocess.run(cmd, env=env, cwd=src, capture_output=True, check=True)
     return json.loads(out.read_text())
 
 
@@ -61,15 +81,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", type=Path, help="an older checkout to time side by side")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--instructions", action="store_true", help="also count instructions (valgrind)")
+    ap.add_argument("--sets", help="comma-separated sets, e.g. mixed-5,wide-2 (default: all)")
     args = ap.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        ap.error("--instructions needs valgrind on PATH")
+    sets = SETS
+    if args.sets:
+        wanted = {name.strip() for name in args.sets.split(",")}
+        sets = [(mix, seed) for mix, seed in SETS if f"{mix}-{seed}" in wanted]
+        if not sets:
+            ap.error(f"--sets: none of {sorted(wanted)} is a set (have {', '.join(f'{m}-{s}' for m, s in SETS)})")
     print(f"# plastic plan --concurrent, {args.n} tasks, whole process; {machine()}; "
           f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     head = "| set | mode | plastic median s |" + (" baseline median s | same plan |" if args.baseline else "")
+    rule = "|---|---|--:|" + ("--:|---|" if args.baseline else "")
+    if args.instructions:
+        head += " plastic G instr |" + (" baseline G instr |" if args.baseline else "")
+        rule += "--:|" + ("--:|" if args.baseline else "")
     print(head)
-    print("|---|---|--:|" + ("--:|---|" if args.baseline else ""))
+    print(rule)
     worst = 0.0
     with tempfile.TemporaryDirectory(prefix="plastic-plan-speed-") as tmp:
-        for mix, seed in SETS:
+        for mix, seed in sets:
             trace = Path(tmp) / f"{mix}-{seed}.json"
             write_wfcommons((wide_tasks if mix == "wide" else mixed_tasks)(args.n, seed), trace)
             for mode in ("all", "none"):
@@ -81,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
                     same = plan_json(REPO, trace, mode, Path(tmp) / "a.json") == plan_json(
                         args.baseline, trace, mode, Path(tmp) / "b.json")
                     row += f" {base:.3f} | {'yes' if same else 'NO'} |"
+                if args.instructions:
+                    row += f" {instructions(REPO, trace, mode) / 1e9:.3f} |"
+                    if args.baseline:
+                        row += f" {instructions(args.baseline, trace, mode) / 1e9:.3f} |"
                 print(row, flush=True)
     print(f"slowest plastic median: {worst:.3f} s (target < 1 s)")
     return 0

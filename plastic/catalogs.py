@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from importlib import resources
+import os
 from typing import Any
 
 from plastic.core.catalog import catalog_from_mapping
@@ -56,10 +56,12 @@ def parse_catalog_text(text: str, *, source: str) -> Catalog:
 
 @functools.lru_cache(maxsize=1)
 def _default_catalog() -> Catalog:
-    resource = resources.files("plastic") / "data" / DEFAULT_CATALOG_NAME
-    source = str(resource)
+    # the file beside this module (what importlib.resources finds too, but importing it is a
+    # noticeable share of `plastic plan`'s start-up)
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", DEFAULT_CATALOG_NAME)
     try:
-        text = resource.read_text(encoding="utf-8")
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
     except OSError as exc:
         raise CatalogError(f"embedded default catalog unreadable: {exc}", source=source) from None
     return parse_catalog_text(text, source=source)

@@ -34,9 +34,12 @@ class Prices:
     reliable_node_usd_per_hour: float
 
     def value(self, demand: Resources, *, reliable: bool) -> float:
-        v = self.usd_per_vcpu_hour * demand.vcpus + self.usd_per_mib_hour * demand.ram_mib
+        return self.value_of(demand.vcpus, demand.ram_mib, reliable=reliable)
+
+    def value_of(self, vcpus: int, ram_mib: int, *, reliable: bool) -> float:
+        v = self.usd_per_vcpu_hour * vcpus + self.usd_per_mib_hour * ram_mib
         if reliable:
-            v += self.reliable_usd_per_vcpu_hour * demand.vcpus + self.reliable_usd_per_mib_hour * demand.ram_mib
+            v += self.reliable_usd_per_vcpu_hour * vcpus + self.reliable_usd_per_mib_hour * ram_mib
         return v
 
 

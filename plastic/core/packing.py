@@ -81,19 +81,24 @@ class _Pool:
 
     def __init__(self, max_vcpus: int):
         self.buckets: list[list[tuple[int, int, OpenNode]]] = [[] for _ in range(max_vcpus + 1)]
+        self.size = 0
 
     def insert(self, node: OpenNode) -> None:
         if node.free_vcpus > 0 and node.free_ram_mib > 0:
             bisect.insort(self.buckets[node.free_vcpus], (node.free_ram_mib, node.seq, node))
+            self.size += 1
 
     def remove(self, node: OpenNode) -> None:
         bucket = self.buckets[node.free_vcpus]
         i = bisect.bisect_left(bucket, (node.free_ram_mib, node.seq))
         if i < len(bucket) and bucket[i][2] is node:
             del bucket[i]
+            self.size -= 1
 
     def best(self, task: TaskSpec, prices: Prices) -> tuple[float, OpenNode] | None:
         """The node leaving the least dual-priced slack after taking `task`."""
+        if not self.size:
+            return None
         best: tuple[float, OpenNode] | None = None
         pc, pr = prices.usd_per_vcpu_hour, prices.usd_per_mib_hour
         key = (task.ram_mib, -1)
@@ -215,16 +220,23 @@ class ShapeMenu:
                                           s.market.value)))
         self._holding: dict[tuple[int, int, bool, str | None], tuple[NodeShape, ...]] = {}
         self.max_vcpus = max((s.usable.vcpus for s in self.shapes), default=0)
+        # a task's size counts only up to the next size some shape has: tasks of 3 and of 4 vCPUs
+        # fit the same shapes when the shapes have 2, 4 and 8 (so the memo holds few keys, however
+        # varied the tasks)
+        self._vcpu_steps = sorted({s.usable.vcpus for s in self.shapes})
+        self._ram_steps = sorted({s.usable.ram_mib for s in self.shapes})
 
     def holding(self, task: TaskSpec) -> tuple[NodeShape, ...]:
         """Shapes that can host `task` alone, cheapest first."""
-        key = (task.vcpus, task.ram_mib, task.preempt.max_preemptions != 0, task.instance_type)
+        i = bisect.bisect_left(self._vcpu_steps, task.vcpus)
+        j = bisect.bisect_left(self._ram_steps, task.ram_mib)
+        key = (i, j, task.preempt.max_preemptions != 0, task.instance_type)
         found = self._holding.get(key)
         if found is None:
-            cpu, ram, preemptible, pinned = key
+            preemptible, pinned = key[2], key[3]
             found = self._holding[key] = tuple(
                 s for s in self.shapes
-                if s.usable.vcpus >= cpu and s.usable.ram_mib >= ram and (preemptible or s.reliable)
+                if s.usable.vcpus >= task.vcpus and s.usable.ram_mib >= task.ram_mib and (preemptible or s.reliable)
                 and (pinned is None or s.instance_type.name == pinned)
             )
         return found

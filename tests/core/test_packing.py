@@ -19,6 +19,7 @@ from plastic.core.model import (
 )
 from plastic.core.packing import (
     PackedNode,
+    ShapeMenu,
     allowed_on,
     cheapest_holding,
     pack,
@@ -96,6 +97,20 @@ def test_cheapest_holding_matches_enumeration(c, r, p, pin):
             cheapest_holding(task, SHAPES)
     else:
         assert cheapest_holding(task, SHAPES).usd_per_hour == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 20), st.integers(1, 140 * GIB),
+                          st.sampled_from([RELIABLE, PREEMPTIBLE, Preempt(2)]),
+                          st.one_of(st.none(), st.none(), st.sampled_from(TYPE_NAMES))), min_size=1, max_size=30))
+def test_one_menu_answers_every_task_as_enumeration_does(raw):
+    # the menu keeps one answer per size class (tasks between two shapes' sizes hold the same shapes):
+    # asked about many tasks in turn, each answer is still exactly the shapes that hold that task
+    menu = ShapeMenu(SHAPES)
+    for i, (c, r, p, pin) in enumerate(raw):
+        t = TaskSpec(f"t{i}", c, r, p, instance_type=pin)
+        assert menu.holding(t) == tuple(s for s in menu.shapes if s.usable.vcpus >= c and s.usable.ram_mib >= r
+                                        and (p.preemptible or s.reliable) and pin in (None, s.name))
 
 
 # ------------------------------------------------------------ errors

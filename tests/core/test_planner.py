@@ -21,8 +21,11 @@ from plastic.core.model import (
 )
 from plastic.core.packing import PackedNode
 from plastic.core.planner import (
+    bottleneck_values,
     check_placeable,
+    dual_values,
     ensure_reliable_capacity,
+    lookahead_chooser,
     right_size,
     seeds_order,
     solve,
@@ -394,3 +397,71 @@ def test_solve_reuses_a_given_bound():
     tasks = WORKLOADS["mixed"]
     lb = lower_bound(tasks, SHAPES)
     assert solve(tasks, SHAPES, bound=lb).bound is lb
+
+
+# ------------------------------------------------------------ the look-ahead's shortcuts are exact
+
+def _choose_by_filling_every_shape(task, i, ordered, values, head, spread, shapes):
+    """The look-ahead's rule written out plainly: fill every shape that holds the task, no bound."""
+    start = i + 1
+    window = list(ordered[start:start + head])
+    rest = len(ordered) - start
+    if spread and rest > head:
+        step = max(1, (rest - head) // spread)
+        window += ordered[start + head:start + head + step * spread:step]
+    best = None
+    for s in sorted(shapes, key=lambda s: (s.usd_per_hour, s.usable.vcpus, s.usable.ram_mib, s.name,
+                                          s.market.value)):
+        if not (s.usable.vcpus >= task.vcpus and s.usable.ram_mib >= task.ram_mib
+                and (task.preempt.preemptible or s.market is OD)
+                and task.instance_type in (None, s.name)):
+            continue
+        fc, fr, got = s.usable.vcpus - task.vcpus, s.usable.ram_mib - task.ram_mib, values[task.id]
+        for t in window:
+            if t.vcpus <= fc and t.ram_mib <= fr and (t.preempt.preemptible or s.market is OD) \
+                    and t.instance_type in (None, s.name):
+                fc, fr, got = fc - t.vcpus, fr - t.ram_mib, got + values[t.id]
+                if fc == 0:
+                    break
+        key = (got / s.usd_per_hour, -s.usd_per_hour)
+        if best is None or key > best[0]:
+            best = (key, s)
+    return best[1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(raw_task, min_size=1, max_size=40), st.sampled_from([(16, 64), (8, 128), (0, 8), (4, 0)]),
+       st.sampled_from(["dual", "bottleneck"]))
+def test_the_lookahead_chooses_as_if_it_filled_every_shape(raw, window, valuation):
+    # the chooser skips shapes by two bounds (the window's total, and the room left times the
+    # window's best value per vCPU / MiB); the choice must be the one filling every shape gives
+    tasks = [TaskSpec(f"t{i}", c, r, p, instance_type=pin) for i, (c, r, p, pin) in enumerate(raw)]
+    tasks = [t for t in tasks if shape_holds_any(t)]
+    if not tasks:
+        return
+    head, spread = window
+    values = (dual_values(tasks, lower_bound(tasks, SHAPES).prices) if valuation == "dual"
+              else bottleneck_values(tasks, SHAPES))
+    ordered = sorted(tasks, key=lambda t: (t.preempt.preemptible, t.instance_type is None, -values[t.id], t.id))
+    choose = lookahead_chooser(SHAPES, values, head, spread)
+    for i, t in enumerate(ordered):
+        assert choose(t, i, ordered) == _choose_by_filling_every_shape(t, i, ordered, values, head, spread, SHAPES)
+
+
+def shape_holds_any(t: TaskSpec) -> bool:
+    return any(s.usable.vcpus >= t.vcpus and s.usable.ram_mib >= t.ram_mib and (t.preempt.preemptible or
+               s.market is OD) and t.instance_type in (None, s.name) for s in SHAPES)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(raw_task, min_size=1, max_size=40))
+def test_bottleneck_values_are_the_cheapest_share_over_every_holding_shape(raw):
+    # bottleneck_values looks only at the shapes no other beats on price, vCPUs and MiB together
+    tasks = [t for t in (TaskSpec(f"t{i}", c, r, p, instance_type=pin) for i, (c, r, p, pin) in enumerate(raw))
+             if shape_holds_any(t)]
+    got = bottleneck_values(tasks, SHAPES)
+    for t in tasks:
+        assert got[t.id] == min(
+            s.usd_per_hour * max(t.vcpus / s.usable.vcpus, t.ram_mib / s.usable.ram_mib) for s in SHAPES
+            if s.usable.vcpus >= t.vcpus and s.usable.ram_mib >= t.ram_mib
+            and (t.preempt.preemptible or s.market is OD) and t.instance_type in (None, s.name))
