@@ -138,7 +138,8 @@ def lookahead_chooser(shapes: Shapes, values: dict[str, float], head: int, sprea
     the tasks still to come (the next `head` in line and `spread` drawn evenly from the
     rest, so the small tasks that fill gaps are seen too); the shape buying the most
     value per dollar wins.  `ordered` is expected in decreasing value, so the window
-    is filled largest first."""
+    is filled largest first, and not to change while one list is being packed (the
+    chooser keeps its values as lists, rebuilt when it is handed another list)."""
     menu = menu_of(shapes)
     line = _Line(values)
 
