@@ -362,7 +362,9 @@ def test_stale_subscription_answer_resubscribes_and_replays(stop_later):
         assert future.result(5) == 202
         revives = server.calls("REVIVE")
         assert [r.headers["mesos-stream-id"] for r in revives] == ["stream-1", "stream-2"]
-        assert "reregistered" in sched.names()
+        # the replayed REVIVE can be answered before the re-subscription's callback is dispatched
+        # (the replay goes to the sender first): wait for it rather than look once
+        sched.wait_count("reregistered")
 
 
 def test_framework_not_found_after_a_master_failover_resubscribes_and_replays(stop_later):
