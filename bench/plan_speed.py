@@ -5,8 +5,8 @@
 Held-out sets: the mixed mix of bench/synthetic.py at seeds 2-6 (seed 1 is the one the planner was
 tuned on) and the wide mix at seeds 2-3, each planned with `--preempt all` (spot) and `--preempt none`
 (on-demand).  Each command runs once untimed (page cache), then `--runs` times; the median is printed.
-With `--baseline`, the same command runs from that checkout (`python -m plastic` with it first on
-PYTHONPATH) in the same loop, and the two plans' JSON must be equal (the speed-ups change no plan).
+With `--baseline`, the same command runs from that checkout (`python -m plastic` with it as the
+working directory and on PYTHONPATH) in the same loop, and the two plans' JSON must be equal (the speed-ups change no plan).
 
 `--instructions` also counts the machine instructions of one run of each command under valgrind's
 callgrind (about 40 s a run): unlike seconds, the count does not move with the host's load or the
@@ -38,31 +38,33 @@ SETS = [("mixed", s) for s in (2, 3, 4, 5, 6)] + [("wide", s) for s in (2, 3)]
 
 
 def command(src: Path, trace: Path, mode: str, *, json_out: Path | None = None) -> tuple[list[str], dict]:
-    # run with the checkout as the working directory too: `python -m` puts the working directory
-    # before PYTHONPATH, so run from this repository it would import this checkout's plastic whatever
-    # PYTHONPATH says (until 2026-11-26 the "baseline" column was this checkout run twice)
-    env = dict(os.environ, PYTHONPATH=str(src))
+    """The command and subprocess.run's env and cwd for planning `trace` with the checkout `src`.
+
+    The checkout is the working directory too: `python -m` puts the working directory before
+    PYTHONPATH, so run from this repository it would import this checkout's plastic whatever
+    PYTHONPATH says (until 2026-11-26 the "baseline" column was this checkout run twice)."""
+    where = {"env": dict(os.environ, PYTHONPATH=str(src)), "cwd": src}
     cmd = [sys.executable, "-m", "plastic", "plan", str(trace), "--concurrent", "--preempt", mode]
     if json_out is not None:
         cmd += ["--format", "json", "-o", str(json_out)]
-    return cmd, env
+    return cmd, where
 
 
 def timed(src: Path, trace: Path, mode: str, runs: int) -> float:
-    cmd, env = command(src, trace, mode)
-    subprocess.run(cmd, env=env, cwd=src, capture_output=True, check=True)  # warm-up
+    cmd, where = command(src, trace, mode)
+    subprocess.run(cmd, **where, capture_output=True, check=True)  # warm-up
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(cmd, env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(cmd, **where, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
 def instructions(src: Path, trace: Path, mode: str) -> int:
     """Machine instructions one whole `plastic plan` process executes (valgrind's callgrind)."""
-    cmd, env = command(src, trace, mode)
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], env=env, cwd=src,
+    cmd, where = command(src, trace, mode)
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], **where,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True).stderr
     found = re.search(r"Collected : (\d+)", out)
     if found is None:
@@ -71,8 +73,8 @@ def instructions(src: Path, trace: Path, mode: str) -> int:
 
 
 def plan_json(src: Path, trace: Path, mode: str, out: Path) -> dict:
-    cmd, env = command(src, trace, mode, json_out=out)
-    subprocess.run(cmd, env=env, cwd=src, capture_output=True, check=True)
+    cmd, where = command(src, trace, mode, json_out=out)
+    subprocess.run(cmd, **where, capture_output=True, check=True)
     return json.loads(out.read_text())
 
 

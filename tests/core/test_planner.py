@@ -19,7 +19,7 @@ from plastic.core.model import (
     TaskSpec,
     node_shapes,
 )
-from plastic.core.packing import PackedNode
+from plastic.core.packing import PackedNode, allowed_on, shape_holds
 from plastic.core.planner import (
     bottleneck_values,
     check_placeable,
@@ -412,14 +412,11 @@ def _choose_by_filling_every_shape(task, i, ordered, values, head, spread, shape
     best = None
     for s in sorted(shapes, key=lambda s: (s.usd_per_hour, s.usable.vcpus, s.usable.ram_mib, s.name,
                                           s.market.value)):
-        if not (s.usable.vcpus >= task.vcpus and s.usable.ram_mib >= task.ram_mib
-                and (task.preempt.preemptible or s.market is OD)
-                and task.instance_type in (None, s.name)):
+        if not shape_holds(task, s):
             continue
         fc, fr, got = s.usable.vcpus - task.vcpus, s.usable.ram_mib - task.ram_mib, values[task.id]
         for t in window:
-            if t.vcpus <= fc and t.ram_mib <= fr and (t.preempt.preemptible or s.market is OD) \
-                    and t.instance_type in (None, s.name):
+            if t.vcpus <= fc and t.ram_mib <= fr and allowed_on(t, s):
                 fc, fr, got = fc - t.vcpus, fr - t.ram_mib, got + values[t.id]
                 if fc == 0:
                     break
@@ -436,7 +433,7 @@ def test_the_lookahead_chooses_as_if_it_filled_every_shape(raw, window, valuatio
     # the chooser skips shapes by two bounds (the window's total, and the room left times the
     # window's best value per vCPU / MiB); the choice must be the one filling every shape gives
     tasks = [TaskSpec(f"t{i}", c, r, p, instance_type=pin) for i, (c, r, p, pin) in enumerate(raw)]
-    tasks = [t for t in tasks if shape_holds_any(t)]
+    tasks = [t for t in tasks if any(shape_holds(t, s) for s in SHAPES)]
     if not tasks:
         return
     head, spread = window
@@ -448,20 +445,14 @@ def test_the_lookahead_chooses_as_if_it_filled_every_shape(raw, window, valuatio
         assert choose(t, i, ordered) == _choose_by_filling_every_shape(t, i, ordered, values, head, spread, SHAPES)
 
 
-def shape_holds_any(t: TaskSpec) -> bool:
-    return any(s.usable.vcpus >= t.vcpus and s.usable.ram_mib >= t.ram_mib and (t.preempt.preemptible or
-               s.market is OD) and t.instance_type in (None, s.name) for s in SHAPES)
-
-
 @settings(max_examples=100, deadline=None)
 @given(st.lists(raw_task, min_size=1, max_size=40))
 def test_bottleneck_values_are_the_cheapest_share_over_every_holding_shape(raw):
     # bottleneck_values looks only at the shapes no other beats on price, vCPUs and MiB together
     tasks = [t for t in (TaskSpec(f"t{i}", c, r, p, instance_type=pin) for i, (c, r, p, pin) in enumerate(raw))
-             if shape_holds_any(t)]
+             if any(shape_holds(t, s) for s in SHAPES)]
     got = bottleneck_values(tasks, SHAPES)
     for t in tasks:
         assert got[t.id] == min(
             s.usd_per_hour * max(t.vcpus / s.usable.vcpus, t.ram_mib / s.usable.ram_mib) for s in SHAPES
-            if s.usable.vcpus >= t.vcpus and s.usable.ram_mib >= t.ram_mib
-            and (t.preempt.preemptible or s.market is OD) and t.instance_type in (None, s.name))
+            if shape_holds(t, s))
