@@ -265,6 +265,25 @@ class Result:
         framework asks the job store at every requeue; such a job ends as finished instead)."""
         assert not phantoms, (f"jobs {sorted(phantoms)} had finished in a killed attempt and were relaunched")
 
+    def check_notice_kills(self) -> int:
+        """Each task killed at a notice was requeued once from that agent as a preemption: at the kill's
+        answer, or at the notice's deadline when the instance went first (a late notice leaves under a
+        second).  Unless the task ended on its own before the kill reached it: the two cross on a loaded
+        host, the agent reports how the task ended, and the job ends so, on that agent, in that attempt,
+        with no requeue.  Returns how many kills were crossed so."""
+        crossed = 0
+        for kill in self.of("drain_kill"):
+            requeues = self.of("requeue", job_id=kill["job_id"], agent_id=kill["agent_id"])
+            if requeues:
+                assert [(q["cause"] in ("notice_kill", "notice_deadline"), q["counted_as"]) for q in requeues] == \
+                    [(True, "preempted")], (kill, requeues)
+                continue
+            attempt = int(kill["task"].rsplit(".", 1)[1])
+            ends = self.of("ended", job_id=kill["job_id"], agent_id=kill["agent_id"], attempt=attempt)
+            assert [e["outcome"] for e in ends] in (["finished"], ["failed"]), (kill, ends)
+            crossed += 1
+        return crossed
+
     def lost_spot_agents(self) -> set[str]:
         """Agents the run lost, as the report counts them: the master lost them, or the provider saw them
         interrupted (a run can end before the master's ping timeout says so); not those the elastic

@@ -273,6 +273,19 @@ def test_notice_kills_long_job_and_requeues_it():
     assert sorted(h.launched(h.offer(BURST2))) == [("j.2", "burst2"), ("other.1", "burst2")]
 
 
+def test_a_task_that_ends_before_its_notice_kill_lands_ends_as_it_did():
+    """The kill and the task's own exit cross: the agent reports TASK_FINISHED (it no longer had the task when
+    the kill came), so the job ends finished on that agent, is not requeued and is no preemption."""
+    h = Harness(estimates={"long": 3600.0})
+    t = h.run("j", agent=BURST, tool="long")
+    assert of(h(NoticeReceived("burst", terminate_at=h.now + 120)), KillTask) == [KillTask(t, "burst")]
+    cmds = h.status(t, "TASK_FINISHED")
+    assert [(e.outcome, e.exit_code) for e in of(cmds, ReportJobEnd)] == [("finished", 0)]
+    assert not records(cmds, "requeue")
+    job = h.book.jobs["j"]
+    assert (job.state, job.attempt, job.preemptions) == (TaskState.FINISHED, 1, 0)
+
+
 def test_notice_lets_short_job_finish():
     h = Harness(estimates={"short": 30.0}, notice_margin_s=30)
     t = h.run("j", agent=BURST, tool="short")
