@@ -131,7 +131,9 @@ def agent_price(itype: InstanceType | None, preemptible: bool) -> tuple[float, f
 def price_agents(nodes: Mapping[str, PlannedNode], known: Sequence[KnownAgent], events: Sequence[RunEvent],
                  catalog: Catalog) -> list[AgentSpan]:
     """The run's agents with prices: agents the run started by their planned node, any other agent the
-    framework met (an ``agent`` event) by its instance type in the catalog."""
+    framework met (an ``agent`` event) by its instance type in the catalog, and any node the elastic run
+    created that the framework never met (lost before its first offer: paid for all the same) by what
+    its request asked for."""
     spans: dict[str, AgentSpan] = {}
     for a in known:
         node = nodes.get(a.node_id or "")
@@ -149,6 +151,18 @@ def price_agents(nodes: Mapping[str, PlannedNode], known: Sequence[KnownAgent], 
         price, od = agent_price(catalog.by_name(str(itype)) if itype else None, preemptible)
         spans[agent_id] = AgentSpan(agent_id, str(ev.fields.get("cluster") or "?"), preemptible,
                                     None if itype is None else str(itype), price, od, seen_at=ev.at)
+    requests = {ev.fields.get("request"): ev.fields for ev in events if ev.kind == "node_requested"}
+    for ev in events:
+        asked = requests.get(ev.fields.get("request")) if ev.kind == "node_created" else None
+        if asked is None:
+            continue
+        itype = asked.get("instance_type") or None
+        preemptible = asked.get("market") == "spot"
+        price, od = agent_price(catalog.by_name(str(itype)) if itype else None, preemptible)
+        for node_id in list_field(ev.fields.get("node_ids")):
+            if node_id not in spans:
+                spans[node_id] = AgentSpan(node_id, str(asked.get("cluster") or "?"), preemptible,
+                                           None if itype is None else str(itype), price, od, seen_at=ev.at)
     return list(spans.values())
 
 

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plastic.core.progress import Progress
-from plastic.core.report import NODE_KINDS, AgentSpan, RunEvent, RunTally, build_report
+from plastic.core.report import (
+    NODE_KINDS,
+    AgentSpan,
+    RunEvent,
+    RunTally,
+    build_report,
+    price_agents,
+)
+from tests.core.conftest import CATALOG
 
 AGENTS = [
     AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085),
@@ -66,6 +74,26 @@ def test_agent_seen_late_is_priced_from_then():
     r = build_report(run_id="r", workflow="w", outcome="succeeded", started_at=0.0, ended_at=3600.0,
                      agents=[late], events=[])
     assert r.clusters[0].agent_hours == pytest.approx(0.5)
+
+
+def test_a_node_lost_before_the_framework_met_it_is_paid_for_and_counted_lost():
+    # the elastic run created two spot nodes; the framework met one (an offer came), the other was interrupted
+    # before it ever offered: both are in their cluster, priced by what the request asked for, from creation
+    events = [ev("node_requested", 10, request=1, cluster="burst-c5.large", instance_type="c5.large", market="spot",
+                 count=2, usd_per_hour=0.0349),
+              ev("node_created", 20, request=1, node_ids=["n1", "n2"]),
+              ev("agent", 25, agent_id="n1", cluster="burst-c5.large", preemptible=True, instance_type="c5.large"),
+              ev("node_interrupted", 1820, node_id="n2", cluster="burst-c5.large"),
+              ev("agent_lost", 1830, agent_id="n2")]
+    spans = price_agents({}, [], events, CATALOG)
+    assert {a.agent_id: (a.cluster, a.preemptible, a.instance_type, a.usd_per_hour, a.on_demand_usd_per_hour)
+            for a in spans} == {n: ("burst-c5.large", True, "c5.large", 0.0349, 0.085) for n in ("n1", "n2")}
+    r = build_report(run_id="r", workflow="w", outcome="succeeded", started_at=0.0, ended_at=3620.0,
+                     agents=spans, events=events)
+    (c,) = r.clusters
+    assert (c.agents, c.agents_lost) == (2, 1)
+    assert c.agent_hours == pytest.approx(1.0 + 0.5)  # n1 from its creation to the end, n2 until interrupted
+    assert r.cost_usd == pytest.approx(1.5 * 0.0349)
 
 
 def test_no_agents_means_no_savings_claimed():
