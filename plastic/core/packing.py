@@ -77,15 +77,18 @@ def shape_holds(task: TaskSpec, shape: NodeShape) -> bool:
 
 
 class _Pool:
-    """Open nodes of one market indexed by free vCPUs, each bucket sorted by free RAM."""
+    """Open nodes of one market indexed by free vCPUs, each bucket sorted by free RAM, with a bit
+    mask of the buckets that are not empty (most are, out of a big catalog's hundred-odd sizes)."""
 
     def __init__(self, max_vcpus: int):
         self.buckets: list[list[tuple[int, int, OpenNode]]] = [[] for _ in range(max_vcpus + 1)]
+        self.filled = 0  # bit v set: buckets[v] has a node
         self.size = 0
 
     def insert(self, node: OpenNode) -> None:
         if node.free_vcpus > 0 and node.free_ram_mib > 0:
             bisect.insort(self.buckets[node.free_vcpus], (node.free_ram_mib, node.seq, node))
+            self.filled |= 1 << node.free_vcpus
             self.size += 1
 
     def remove(self, node: OpenNode) -> None:
@@ -93,6 +96,8 @@ class _Pool:
         i = bisect.bisect_left(bucket, (node.free_ram_mib, node.seq))
         if i < len(bucket) and bucket[i][2] is node:
             del bucket[i]
+            if not bucket:
+                self.filled &= ~(1 << node.free_vcpus)
             self.size -= 1
 
     def best(self, task: TaskSpec, prices: Prices) -> tuple[float, OpenNode] | None:
@@ -103,17 +108,23 @@ class _Pool:
         pc, pr = prices.usd_per_vcpu_hour, prices.usd_per_mib_hour
         key = (task.ram_mib, -1)
         buckets = self.buckets
-        for fv in range(task.vcpus, len(buckets)):
+        left = self.filled >> task.vcpus  # the filled buckets with room for the task's vCPUs, lowest first
+        fv = task.vcpus
+        while left:
+            skip = (left & -left).bit_length() - 1
+            fv += skip
+            left >>= skip + 1
+            extra_vcpus = pc * (fv - task.vcpus)
+            if best is not None and extra_vcpus >= best[0]:
+                break  # every node from here leaves at least this much slack (dual prices and RAM left are >= 0)
             bucket = buckets[fv]
-            if not bucket:
-                continue
             i = bisect.bisect_left(bucket, key)
-            if i == len(bucket):
-                continue
-            fr, _, node = bucket[i]
-            slack = pc * (fv - task.vcpus) + pr * (fr - task.ram_mib)
-            if best is None or slack < best[0]:
-                best = (slack, node)
+            if i < len(bucket):
+                fr, _, node = bucket[i]
+                slack = extra_vcpus + pr * (fr - task.ram_mib)
+                if best is None or slack < best[0]:
+                    best = (slack, node)
+            fv += 1
         return best
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from plastic.core.errors import UnplaceableTaskError
-from plastic.core.lower_bound import lower_bound
+from plastic.core.lower_bound import Prices, lower_bound
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -18,6 +18,7 @@ from plastic.core.model import (
     node_shapes,
 )
 from plastic.core.packing import (
+    OpenNodes,
     PackedNode,
     ShapeMenu,
     allowed_on,
@@ -110,6 +111,45 @@ def test_one_menu_answers_every_task_as_enumeration_does(raw):
     for i, (c, r, p, pin) in enumerate(raw):
         t = TaskSpec(f"t{i}", c, r, p, instance_type=pin)
         assert menu.holding(t) == tuple(s for s in menu.shapes if shape_holds(t, s))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(range(len(SHAPES))), st.lists(st.integers(1, 16 * GIB), max_size=6)),
+                min_size=1, max_size=25),
+       st.lists(st.tuples(st.integers(1, 8), st.integers(1, 40 * GIB), st.sampled_from([RELIABLE, PREEMPTIBLE]),
+                          st.one_of(st.none(), st.none(), st.sampled_from(TYPE_NAMES))), min_size=1, max_size=20),
+       st.floats(0.0, 1.0), st.floats(0.0, 1e-4))
+# a node with fewer free vCPUs but much free RAM is found first; one with a vCPU more and little RAM to spare
+# leaves less slack, and is found only if the search goes on past the first node found
+@example(opened=[(0, [1024]), (8, [])], asks=[(1, 3072, RELIABLE, None)], pc=0.3, pr=1e-4)
+def test_the_open_node_index_finds_the_tightest_node_as_enumeration_does(opened, asks, pc, pr):
+    # nodes opened with a few tasks each, then tasks asked about and placed one by one: each answer is the
+    # allowed node with room leaving the least priced slack (ties: on-demand, then fewer free vCPUs, less
+    # free RAM, the earlier node), or None when there is none
+    prices = Prices(pc, pr, pc, pr, 0.0)
+    index = OpenNodes(max(s.usable.vcpus for s in SHAPES))
+    for k, (shape_i, rams) in enumerate(opened):
+        sh = SHAPES[shape_i]
+        fill, room = [], sh.usable
+        for j, ram in enumerate(rams):
+            if j < room.vcpus and sum(t.ram_mib for t in fill) + ram <= room.ram_mib:
+                fill.append(TaskSpec(f"f{k}.{j}", 1, ram, RELIABLE))
+        index.open(sh, fill)
+    for i, (c, r, p, pin) in enumerate(asks):
+        t = TaskSpec(f"t{i}", c, r, p, instance_type=pin)
+        ok = [n for n in index.nodes if n.fits(t) and allowed_on(t, n.shape)]
+        want = min(ok, key=lambda n: (pc * (n.free_vcpus - c) + pr * (n.free_ram_mib - r), not n.shape.reliable,
+                                      n.free_vcpus, n.free_ram_mib, n.seq), default=None)
+        got = index.tightest(t, prices)
+        if want is None or pin is not None:  # (a pinned task's nodes are scanned in order: the slack is what counts)
+            assert (got is None) == (want is None)
+            if got is not None:
+                assert got in ok and pc * (got.free_vcpus - c) + pr * (got.free_ram_mib - r) == \
+                    pc * (want.free_vcpus - c) + pr * (want.free_ram_mib - r)
+        else:
+            assert got is want, (t, got, want)
+        if got is not None:
+            index.put(got, t)
 
 
 # ------------------------------------------------------------ errors
