@@ -135,34 +135,27 @@ def price_agents(nodes: Mapping[str, PlannedNode], known: Sequence[KnownAgent], 
     created that the framework never met (lost before its first offer: paid for all the same) by what
     its request asked for."""
     spans: dict[str, AgentSpan] = {}
+
+    def met(agent_id: str, cluster: Any, preemptible: bool, itype: Any, at: float) -> None:
+        if agent_id not in spans:
+            price, od = agent_price(catalog.by_name(str(itype)) if itype else None, preemptible)
+            spans[agent_id] = AgentSpan(agent_id, str(cluster or "?"), preemptible, str(itype) if itype else None,
+                                        price, od, seen_at=at)
+
     for a in known:
         node = nodes.get(a.node_id or "")
         if node is not None:
             spans[a.agent_id] = AgentSpan(a.agent_id, a.cluster, a.preemptible, a.instance_type, node.usd_per_hour,
                                           node.on_demand_usd_per_hour or node.usd_per_hour)
     for ev in events:
-        if ev.kind != "agent":
-            continue
-        agent_id = str(ev.fields.get("agent_id"))
-        if agent_id in spans:
-            continue
-        itype = ev.fields.get("instance_type") or None
-        preemptible = bool(ev.fields.get("preemptible"))
-        price, od = agent_price(catalog.by_name(str(itype)) if itype else None, preemptible)
-        spans[agent_id] = AgentSpan(agent_id, str(ev.fields.get("cluster") or "?"), preemptible,
-                                    None if itype is None else str(itype), price, od, seen_at=ev.at)
+        if ev.kind == "agent":
+            f = ev.fields
+            met(str(f.get("agent_id")), f.get("cluster"), bool(f.get("preemptible")), f.get("instance_type"), ev.at)
     requests = {ev.fields.get("request"): ev.fields for ev in events if ev.kind == "node_requested"}
     for ev in events:
         asked = requests.get(ev.fields.get("request")) if ev.kind == "node_created" else None
-        if asked is None:
-            continue
-        itype = asked.get("instance_type") or None
-        preemptible = asked.get("market") == "spot"
-        price, od = agent_price(catalog.by_name(str(itype)) if itype else None, preemptible)
-        for node_id in list_field(ev.fields.get("node_ids")):
-            if node_id not in spans:
-                spans[node_id] = AgentSpan(node_id, str(asked.get("cluster") or "?"), preemptible,
-                                           None if itype is None else str(itype), price, od, seen_at=ev.at)
+        for node_id in list_field(ev.fields.get("node_ids")) if asked is not None else ():
+            met(node_id, asked.get("cluster"), asked.get("market") == "spot", asked.get("instance_type"), ev.at)
     return list(spans.values())
 
 
