@@ -154,7 +154,9 @@ def price_agents(nodes: Mapping[str, PlannedNode], known: Sequence[KnownAgent], 
     requests = {ev.fields.get("request"): ev.fields for ev in events if ev.kind == "node_requested"}
     for ev in events:
         asked = requests.get(ev.fields.get("request")) if ev.kind == "node_created" else None
-        for node_id in list_field(ev.fields.get("node_ids")) if asked is not None else ():
+        if asked is None:
+            continue
+        for node_id in list_field(ev.fields.get("node_ids")):
             met(node_id, asked.get("cluster"), asked.get("market") == "spot", asked.get("instance_type"), ev.at)
     return list(spans.values())
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from plastic.core.jobs import split_task_id
 from tests.clirun import assert_replays, read_decisions
 
 DATA = Path(__file__).resolve().parent / "data" / "square-sum"
@@ -278,7 +279,7 @@ class Result:
                 assert [(q["cause"] in ("notice_kill", "notice_deadline"), q["counted_as"]) for q in requeues] == \
                     [(True, "preempted")], (kill, requeues)
                 continue
-            attempt = int(kill["task"].rsplit(".", 1)[1])
+            _, attempt = split_task_id(kill["task"])
             ends = self.of("ended", job_id=kill["job_id"], agent_id=kill["agent_id"], attempt=attempt)
             assert [e["outcome"] for e in ends] in (["finished"], ["failed"]), (kill, ends)
             crossed += 1

@@ -137,15 +137,18 @@ def test_the_open_node_index_finds_the_tightest_node_as_enumeration_does(opened,
         index.open(sh, fill)
     for i, (c, r, p, pin) in enumerate(asks):
         t = TaskSpec(f"t{i}", c, r, p, instance_type=pin)
+
+        def slack(n):
+            return pc * (n.free_vcpus - c) + pr * (n.free_ram_mib - r)
+
         ok = [n for n in index.nodes if n.fits(t) and allowed_on(t, n.shape)]
-        want = min(ok, key=lambda n: (pc * (n.free_vcpus - c) + pr * (n.free_ram_mib - r), not n.shape.reliable,
-                                      n.free_vcpus, n.free_ram_mib, n.seq), default=None)
+        want = min(ok, key=lambda n: (slack(n), not n.shape.reliable, n.free_vcpus, n.free_ram_mib, n.seq),
+                   default=None)
         got = index.tightest(t, prices)
         if want is None or pin is not None:  # (a pinned task's nodes are scanned in order: the slack is what counts)
             assert (got is None) == (want is None)
             if got is not None:
-                assert got in ok and pc * (got.free_vcpus - c) + pr * (got.free_ram_mib - r) == \
-                    pc * (want.free_vcpus - c) + pr * (want.free_ram_mib - r)
+                assert got in ok and slack(got) == slack(want)
         else:
             assert got is want, (t, got, want)
         if got is not None:
