@@ -13,6 +13,9 @@ from plastic.core.lifecycle import RunState
 
 MAX_RESUMES = 3
 FINAL = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
+# a run is PLANNING from its plan and run file on disk until its cluster is up, then RUNNING: killed
+# in either, `plastic run --resume` can go on from what it saved
+RESUMABLE = frozenset({RunState.PLANNING, RunState.RUNNING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +49,9 @@ class FailRun:
 
 def orphaned_run(state: RunState, resumes: int, has_run_file: bool, why: str, run_file: str,
                  *, max_resumes: int = MAX_RESUMES) -> ResumeRun | FailRun:
-    """A run whose `plastic run` died without ending it (``why``): resume a RUNNING run that has its
-    run file and was resumed fewer than ``max_resumes`` times, else fail it saying why not."""
-    if state is not RunState.RUNNING:
+    """A run whose `plastic run` died without ending it (``why``): resume a PLANNING or RUNNING run
+    that has its run file and was resumed fewer than ``max_resumes`` times, else fail it saying why not."""
+    if state not in RESUMABLE:
         return FailRun(f"{why}; it was {state}, nothing to resume")
     if not has_run_file:
         return FailRun(f"{why}; no {run_file} to resume it from")

@@ -12,7 +12,7 @@ plastic.core.report.  Files of a run live in its run directory:
     toil.log (the Toil leader's stderr)  outputs.json  report.json  redis/ (embedded server, AOF)
     watch/AGENT.log (the spot-notice watchers' logs)
 
-Crash-resume: the local cluster runs under a lease (run_dir/cluster.lease, renewed at every poll,
+Crash-resume: the local cluster runs under a lease (run_dir/cluster-PID.lease, renewed at every poll,
 LEASE_S) instead of watching this process, and its workdir is in run_dir/cluster.json; Toil's
 leader gets SIGKILL (not SIGTERM) when `plastic run` dies, so it dies like a crash: no batch-system
 shutdown kills its tasks, and the framework stays registered for FAILOVER_S.  What a resume needs
@@ -48,7 +48,7 @@ from plastic.core.lifecycle import RunState
 from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
-from plastic.core.recovery import toil_start
+from plastic.core.recovery import RESUMABLE, toil_start
 from plastic.core.report import (
     AgentSpan,
     KnownAgent,
@@ -80,7 +80,7 @@ LEASE_S = 60.0
 FAILOVER_S = 300.0
 RUN_FILE = "run.json"
 CLUSTER_FILE = "cluster.json"
-LEASE_FILE = "cluster.lease"
+LEASE_FILE = "cluster-{pid}.lease"  # the pid of the `plastic run` that started the cluster
 
 
 def jobstore_initialized(job_store: Path) -> bool:
@@ -338,11 +338,10 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
     from plastic.local.testing import LocalCluster
 
     cluster = None
-    lease = run_dir / LEASE_FILE
     if attach:
         try:
             doc = json.loads((run_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
-            cluster = LocalCluster.attach(doc["workdir"], lease_file=lease, lease_s=LEASE_S)
+            cluster = LocalCluster.attach(doc["workdir"], lease_file=run_dir / doc["lease"], lease_s=LEASE_S)
             display.note(f"re-attached to the local cluster at {cluster.master_url}")
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             display.note(f"the run's local cluster is gone ({exc}); starting a new one")
@@ -355,6 +354,9 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
             notes.append(f"elastic cluster: starts with {len(shape.nodes)} of the plan's {len(plan.nodes)} node(s) "
                          f"(the on-demand ones and the first wave's) and grows with the queued work")
         notes.extend(shape.notes)
+        # a lease of its own: a cluster this process starts and is killed before naming in cluster.json
+        # is renewed by no one (not by the resume's new cluster) and stops within LEASE_S
+        lease = run_dir / LEASE_FILE.format(pid=os.getpid())
         cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_s=5.0,
                                interrupt_rate=request.interrupt_rate,
                                interrupt_notice_s=request.notice_seconds, seed=request.seed,
@@ -362,7 +364,8 @@ def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, not
                                refuse_spot=request.refuse_spot)
         cluster.start()
         write_atomically(run_dir / CLUSTER_FILE, json.dumps({"workdir": str(cluster.workdir), "pid": cluster.pid,
-                                                             "master_url": cluster.master_url}) + "\n")
+                                                             "master_url": cluster.master_url,
+                                                             "lease": lease.name}) + "\n")
     cleanups.append(cluster.stop)
     master = cluster.master_url
     local_agents = list(cluster.agents)
@@ -550,7 +553,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         pid = int(record.fields.get("pid") or 0)
         if pid and pid != os.getpid() and pid_alive(pid):
             raise InputError(f"run {run_id} is still running (pid {pid})", source=str(run_dir))
-        if record.state is not RunState.RUNNING:
+        if record.state not in RESUMABLE:
             raise InputError(f"run {run_id} is {record.state}: nothing to resume", source=str(run_dir))
         store.set_run_fields(run_id, {"pid": os.getpid()})
         plan = plan_from_json(json.loads((run_dir / "plan.json").read_text(encoding="utf-8")),
@@ -559,6 +562,10 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                                  job_path=None if request.job is None else str(request.job))
         notes: list[str] = []
         master, local_agents, lease = _cluster(request, plan, run_dir, url, notes, display, cleanups, attach=True)
+        if record.state is RunState.PLANNING:  # killed before its cluster was up, or just after
+            store.transition_run(run_id, RunState.RUNNING, expected=RunState.PLANNING, fields={"master": master})
+        else:
+            store.set_run_fields(run_id, {"master": master})  # a new local cluster has a new address
         job_store = run_dir / "jobstore"
         start = toil_start(jobstore_initialized(job_store), job_store.exists())
         if start.wipe:

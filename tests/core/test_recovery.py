@@ -27,8 +27,12 @@ def test_an_orphaned_run_is_resumed_a_bounded_number_of_times():
         "gone; resumed 3 times already, not again")
     assert orphaned_run(RunState.RUNNING, 0, False, "gone", "d/run.json") == FailRun(
         "gone; no d/run.json to resume it from")
-    assert orphaned_run(RunState.PLANNING, 0, True, "gone", "run.json") == FailRun(
-        "gone; it was PLANNING, nothing to resume")
+    # killed while planning or starting its cluster: its plan and run file are on disk
+    assert orphaned_run(RunState.PLANNING, 0, True, "gone", "run.json") == ResumeRun("gone")
+    assert orphaned_run(RunState.SUBMITTED, 0, True, "gone", "run.json") == FailRun(
+        "gone; it was SUBMITTED, nothing to resume")
+    assert orphaned_run(RunState.SUCCEEDED, 0, True, "gone", "run.json") == FailRun(
+        "gone; it was SUCCEEDED, nothing to resume")
 
 
 def test_a_watched_child_that_ended():

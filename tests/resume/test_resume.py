@@ -1,7 +1,8 @@
-"""Crash-resume: `plastic run` killed with SIGKILL at three points, then `plastic run --resume RUN_DIR`.
+"""Crash-resume: `plastic run` killed with SIGKILL at four points, then `plastic run --resume RUN_DIR`.
 
-Each case: a slow scatter (3 x `sleep`, then a gather) started with `plastic run`; SIGKILL when the
-local cluster is up (before Toil issued anything), while tasks run, or after some steps finished;
+Each case: a slow scatter (3 x `sleep`, then a gather) started with `plastic run`; SIGKILL while the
+run is PLANNING (its cluster starting), when the local cluster is up (before Toil issued anything;
+the run may still be PLANNING), while tasks run, or after some steps finished;
 then --resume completes with the right output, no Toil job (jobStoreID) finished twice, and the
 local cluster is gone at the end.  Killed while tasks run, the resume adopts them (they finish
 and are not run again) or, with --adopt-seconds 0, kills and reruns them.  About 40-90 s each on
@@ -37,15 +38,39 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _wait(pred, proc: subprocess.Popen, what: str) -> None:
+def _wait(pred, proc: subprocess.Popen, what: str, every_s: float = 0.2) -> None:
     deadline = time.monotonic() + WAIT_S
     while not pred():
         assert proc.poll() is None, f"plastic run ended ({proc.returncode}) before {what}"
         assert time.monotonic() < deadline, f"no {what} within {WAIT_S} s"
-        time.sleep(0.2)
+        time.sleep(every_s)
+
+
+def _planning(run_dir: Path) -> bool:
+    """The run's state in its own live Redis is PLANNING (its plan and run file written, its cluster
+    not up): read through the server's address in redis/redis.json, never starting one."""
+    import redis
+
+    try:
+        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+        url = json.loads((run_dir / "redis" / "redis.json").read_text())["url"]
+    except (OSError, ValueError, KeyError):
+        return False
+    from plastic.store import Store
+
+    client = redis.Redis.from_url(url, socket_timeout=1.0, decode_responses=True)
+    try:
+        run = Store(client).get_run(run_id)
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+    return run is not None and str(run.state).endswith("PLANNING")
 
 
 def _point(name: str, run_dir: Path):
+    if name == "planning":
+        return lambda: _planning(run_dir)
     if name == "cluster_up":
         return lambda: (run_dir / "cluster.json").is_file()
     if name == "tasks_running":
@@ -67,17 +92,19 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
     with open(tmp_path / "first.log", "wb") as log:
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=log, stderr=log)
     try:
-        _wait(_point(point, run_dir), proc, point)
+        _wait(_point(point, run_dir), proc, point, every_s=0.02 if point == "planning" else 0.2)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-    cluster = json.loads((run_dir / "cluster.json").read_text())
+    if point == "planning":  # killed before its cluster was named: the resume starts one (or re-attaches)
+        assert (run_dir / "plan.json").is_file() and (run_dir / "run.json").is_file()
     time.sleep(pause_s)  # the embedded Redis gets SIGTERM from the kernel; let it write its AOF and go
     res = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet", *resume_args],
                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=150, check=False)
     toil_log = run_dir / "toil.log"  # none when the resume failed before Toil started
     assert res.returncode == 0, res.stderr[-4000:] + (toil_log.read_text()[-4000:] if toil_log.exists() else "")
     assert (out / "joined.txt").read_text() == "item 1\nitem 2\nitem 3\n"
+    cluster = json.loads((run_dir / "cluster.json").read_text())  # the one the resume re-attached to or started
     assert not pid_alive(int(cluster["pid"])), "the local cluster outlived the resumed run"
     from plastic.store import Store, start_embedded
 
@@ -90,19 +117,19 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
         tasks = store.get_tasks(run_id)
         finished = Counter(t.spec.get("job_store_id") for t in tasks if str(t.state).endswith("FINISHED"))
         assert finished and all(n == 1 for n in finished.values()), finished
-        if point != "cluster_up":
+        if point not in ("planning", "cluster_up"):
             assert store.incarnation(run_id) == 2
         client.close()
     finally:
         server.stop()
     report = json.loads((run_dir / "report.json").read_text())
     assert report["tasks"] == report["tasks_finished"] == 4, report  # 3 scattered + the gather, across both leaders
-    if point != "cluster_up":  # a leader was running when killed: its book, and the resume's
+    if point not in ("planning", "cluster_up"):  # a leader was running when killed: its book, and the resume's
         assert_replays(run_dir, books=2)
     return read_decisions(run_dir), tasks
 
 
-@pytest.mark.parametrize(("point", "adopt_s"), [("cluster_up", None), ("tasks_running", None),
+@pytest.mark.parametrize(("point", "adopt_s"), [("planning", None), ("cluster_up", None), ("tasks_running", None),
                                                ("tasks_running", 0), ("steps_finished", None)])
 def test_sigkill_then_resume(tmp_path, point, adopt_s):
     # killed while tasks run: long enough that they still run when the resume's leader starts

@@ -123,9 +123,9 @@ def _reap_until_done(service: Service, timeout_s: float = WAIT_S) -> None:
 def test_dead_runs_with_nothing_to_resume_are_failed(store, tmp_path):
     service = Service(store, "redis://unused", runs_dir=tmp_path / "runs")
     no_dir = _running_run(store, _dead_pid())
-    planning = store.create_run(fields={"pid": _dead_pid()})
+    planning = store.create_run(fields={"pid": _dead_pid()})  # died before it wrote its run file
     store.transition_run(planning, RunState.PLANNING)
-    _run_dir(service, planning, run_json=True)
+    _run_dir(service, planning, run_json=False)
     worn_out = _running_run(store, _dead_pid(), resumes=MAX_RESUMES)
     _run_dir(service, worn_out, run_json=True)
     assert service.recover() == []
@@ -136,7 +136,7 @@ def test_dead_runs_with_nothing_to_resume_are_failed(store, tmp_path):
         assert run.state is RunState.FAILED, run
         reasons[run_id] = run.fields["error"]
     assert "service stopped" in reasons[no_dir] and "run.json to resume it from" in reasons[no_dir]
-    assert "PLANNING, nothing to resume" in reasons[planning]
+    assert "run.json to resume it from" in reasons[planning]
     assert f"resumed {MAX_RESUMES} times already" in reasons[worn_out]
     assert store.get_run(worn_out).fields["resumes"] == str(MAX_RESUMES)
 
