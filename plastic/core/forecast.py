@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
@@ -104,6 +104,23 @@ _WAITING = TaskProgress(Progress.WAITING)
 class PlanOutlook(NamedTuple):
     expected: tuple[WaitingTask, ...]  # the plan's tasks not issued yet that a forecast can date
     settled: bool  # every plan task is issued or given up: nothing more will be expected
+
+
+def issued_by_step(issued: Iterable[tuple[str, str | None, TaskProgress]]) -> dict[str, list[TaskProgress]]:
+    """`plan_ahead`'s ``jobs_by_step`` from the run's jobs in issue order, each as (step, Toil job
+    store id, progress): a job Toil issues again for a failed one (the same job store id) takes its
+    first issue's place, so it does not stand for one more of the plan's tasks of its step."""
+    by_step: dict[str, list[TaskProgress]] = {}
+    slot: dict[tuple[str, str], int] = {}
+    for step, job_store_id, progress in issued:
+        jobs = by_step.setdefault(step, [])
+        if job_store_id is not None and (step, job_store_id) in slot:
+            jobs[slot[step, job_store_id]] = progress
+            continue
+        if job_store_id is not None:
+            slot[step, job_store_id] = len(jobs)
+        jobs.append(progress)
+    return by_step
 
 
 def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[TaskProgress]], now: float,

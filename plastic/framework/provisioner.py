@@ -43,7 +43,7 @@ from plastic.core.elastic_model import (
     UncordonNode,
     WaitingTask,
 )
-from plastic.core.forecast import Progress, TaskProgress, plan_ahead
+from plastic.core.forecast import Progress, TaskProgress, issued_by_step, plan_ahead
 from plastic.core.jobs import ENDED, LIVE, Job
 from plastic.core.model import Market, NodeShape, Resources, TaskSpec
 from plastic.core.plan import step_of
@@ -180,19 +180,18 @@ class Provisioner:
 
     def _plan_ahead(self, now: float) -> tuple[WaitingTask, ...]:
         """The plan's tasks not issued yet, as expected work (plastic.core.forecast.plan_ahead): the
-        book's jobs of each step in issue order stand for the plan's tasks of that step, and a step's
-        tool's estimate, once the book has one, replaces the plan's runtimes."""
+        book's jobs of each step in issue order (one per Toil job: a re-issue takes its place) stand
+        for the plan's tasks of that step, and a step's tool's estimate, once the book has one,
+        replaces the plan's runtimes."""
         if self._started_at is None:
             self._started_at = now
         if not self.plan_tasks:
             return ()
         book = self.framework.book
-        by_step: dict[str, list[TaskProgress]] = {}
+        issued = [job for job in sorted(book.jobs.values(), key=lambda j: j.issued_at) if job.step is not None]
+        by_step = issued_by_step((job.step, job.job_store_id, _progress(job)) for job in issued)
         estimates: dict[str, float] = {}
-        for job in sorted(book.jobs.values(), key=lambda j: j.issued_at):
-            if job.step is None:
-                continue
-            by_step.setdefault(job.step, []).append(_progress(job))
+        for job in issued:
             if job.step not in estimates and (estimate := book.estimate(job.tool)) is not None:
                 estimates[job.step] = estimate
         tasks = [t if (e := estimates.get(step_of(t.id))) is None or e == t.runtime_s else replace(t, runtime_s=e)

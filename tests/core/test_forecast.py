@@ -21,6 +21,7 @@ from plastic.core.forecast import (
     TaskProgress,
     due_in_s,
     fit_ahead,
+    issued_by_step,
     plan_ahead,
     room_back_at,
 )
@@ -221,6 +222,22 @@ def test_the_plan_s_first_wave_is_expected_until_its_step_is_issued_or_the_hold_
     assert plan_ahead(tasks, everything, 5.0, 0.0, 60.0, lead_s=15.0) == ((), True)
     late = plan_ahead(tasks, {}, 60.0, 0.0, 60.0, lead_s=15.0)
     assert late == ((), True)  # nothing came within the hold: the first wave and merge below it given up
+
+
+def test_a_job_toil_issues_again_takes_its_first_issue_s_place():
+    """sort's first job failed and Toil issued it again (the same job store id): two jobs of sort, but
+    only sort[0] is issued; sort[1] and sort[2] are still expected, and split's re-issue, running,
+    holds merge back (its first issue ended)."""
+    tasks = scatter_plan()
+    failed, queued = TaskProgress(Progress.DONE, ended_at=3.0), TaskProgress(Progress.QUEUED)
+    running = TaskProgress(Progress.RUNNING, started_at=4.0)
+    issued = [("split", "js-split", failed), ("sort", "js-a", failed), ("split", "js-split", running),
+              ("sort", "js-a", queued), ("sort", None, queued), ("sort", None, queued)]
+    by_step = issued_by_step(issued[:4])
+    assert by_step == {"split": [running], "sort": [queued]}
+    ahead = plan_ahead(tasks, by_step, 5.0, 0.0, 60.0, lead_s=15.0)
+    assert [w.task_id for w in ahead.expected] == ["sort[1]", "sort[2]"]
+    assert issued_by_step(issued)["sort"] == [queued] * 3  # without a job store id each job is one more
 
 
 def test_a_later_wave_is_dated_from_its_parents_and_given_up_once_they_ended_long_ago():
