@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from plastic.core.plan import Plan, plan_to_json
+from plastic.core.plan import Plan, plan_to_json, static_risk
 
 
 def plan_as_json(plan: Plan) -> str:
@@ -80,6 +80,8 @@ def plan_as_table(plan: Plan, *, width: int | None = None) -> str:
         lines.append(f"strategy:            {plan.strategy}")
     for a in plan.assumptions:
         lines.append(f"assumed: {a}")
+    if (risk := static_risk(plan)) is not None:
+        lines.append(f"warning: {risk}")
     for line in lines:
         console.print(line, highlight=False, markup=False)
     return console.export_text()

@@ -76,7 +76,7 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
     from plastic.catalogs import load_catalog
     from plastic.core.errors import PlanningError
     from plastic.core.model import Reserve
-    from plastic.core.plan import PlanOptions
+    from plastic.core.plan import PlanOptions, static_risk
     from plastic.core.sizing import plan_workload
 
     catalog = load_catalog(catalog_path)
@@ -92,6 +92,8 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
         raise
     from plastic import render
 
+    if fmt != "table" and (risk := static_risk(result)) is not None:  # the table prints it
+        click.echo(f"plastic: warning: {risk}", err=True)
     if fmt == "json":
         text = render.plan_as_json(result)
     elif fmt == "yaml":

@@ -86,6 +86,28 @@ class Plan:
         return self.usd_per_hour / self.lower_bound_usd_per_hour
 
 
+def beyond_on_demand(plan: Plan) -> tuple[TaskSpec, ...]:
+    """The plan's preemptible tasks that no on-demand node of the plan could hold alone (of their
+    instance type, when pinned).  On a cluster that cannot grow (`plastic run --static`, a given
+    --master) such a task has nowhere to go once the spot nodes that fit it are lost, or once it has
+    used up its preemptions: the run fails it."""
+    reliable = [n for n in plan.nodes if n.market is Market.ON_DEMAND]
+    return tuple(t for t in plan.tasks if t.preempt.preemptible and not any(
+        n.capacity.holds(t.demand) and t.instance_type in (None, n.instance_type) for n in reliable))
+
+
+def static_risk(plan: Plan) -> str | None:
+    """One sentence on the tasks of `beyond_on_demand`, or None when there are none."""
+    tasks = beyond_on_demand(plan)
+    if not tasks:
+        return None
+    steps = list(dict.fromkeys(step_of(t.id) for t in tasks))
+    named = ", ".join(steps[:3]) + (f" and {len(steps) - 3} more" if len(steps) > 3 else "")
+    return (f"on a cluster that cannot grow (--static, --master), {len(tasks)} preemptible task(s) of {named} "
+            f"fit no on-demand node of this plan: if the spot nodes that fit them are lost, the run fails; "
+            f"an elastic run creates on-demand nodes for them")
+
+
 def _r(x: float) -> float:
     return round(x, 6)
 

@@ -274,9 +274,11 @@ def execute(request: RunRequest, display: Display | None = None,
     existing = next(p for p in (run_dir, *run_dir.parents) if p.exists())
     if (space := DiskWatch(existing)).low(now=True):  # before anything is written
         raise space.start_error(run_dir)
-    from plastic.core.plan import plan_to_json
+    from plastic.core.plan import plan_to_json, static_risk
 
     notes: list[str] = []
+    if not request.elastic and (risk := static_risk(plan)) is not None:
+        notes.append(f"warning: {risk}")
     cleanups: list[Callable[[], None]] = []
     try:
         external = request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None

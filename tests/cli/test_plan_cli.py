@@ -136,6 +136,22 @@ def test_cwl_example_plans_a_hybrid_cloud():
     assert node_of[merge[0]["id"]]["market"] == "on-demand"
 
 
+def test_preemptible_tasks_bigger_than_the_on_demand_nodes_are_warned_of():
+    """A table gets a `warning:` line, the other formats one line on stderr (their output stays pure);
+    the example workflow, whose core node holds every task, gets none."""
+    data = DATA / "big-preemptible"
+    args = (data / "big-preemptible.cwl", data / "job.yml")
+    table = plastic("plan", *args)
+    assert table.returncode == 0, table.stderr
+    assert "warning: on a cluster that cannot grow (--static, --master), 2 preemptible task(s) of big" in \
+        " ".join(table.stdout.split())
+    doc = plastic("plan", *args, "--format", "json")
+    assert doc.returncode == 0 and json.loads(doc.stdout)["schema"] == "plastic.plan/v1"
+    assert doc.stderr.startswith("plastic: warning: ") and len(doc.stderr.splitlines()) == 1, doc.stderr
+    calm = plastic("plan", SCATTER / "scatter-gather.cwl", SCATTER / "job.yml")
+    assert calm.returncode == 0 and "warning" not in calm.stdout + calm.stderr
+
+
 # ---------------------------------------------------------------- bad input
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

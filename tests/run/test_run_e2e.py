@@ -101,3 +101,17 @@ def test_scatter_gather_placement_follows_annotations(tmp_path):
         assert set(counts) == {"FINISHED"}, counts
     finally:
         server.stop()
+
+
+def test_a_static_run_warns_of_preemptible_tasks_no_on_demand_node_holds(tmp_path):
+    """16-vCPU preempt: 2 tasks and a 2-vCPU core node: --static says once, before the run, that losing
+    their spot nodes would fail it (it runs to the end: nothing is lost here)."""
+    data = REPO / "tests" / "cli" / "data" / "big-preemptible"
+    cmd = [sys.executable, "-m", "plastic", "run", str(data / "big-preemptible.cwl"), str(data / "job.yml"),
+           "--outdir", str(tmp_path / "out"), "--run-dir", str(tmp_path / "run"), "--static"]
+    env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=TIMEOUT_S, env=env, check=False)
+    assert res.returncode == 0, res.stderr[-5000:]
+    warned = [ln for ln in res.stderr.splitlines() if "warning:" in ln]
+    assert len(warned) == 1 and "2 preemptible task(s) of big fit no on-demand node" in warned[0], res.stderr
+    assert len(json.loads(res.stdout)["out"]) == 2
