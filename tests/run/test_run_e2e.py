@@ -24,9 +24,9 @@ TIMEOUT_S = 240
 
 
 def plastic_run(tmp_path: Path, example: str, *extra: str, env: dict | None = None,
-                job: Path | None = None) -> subprocess.CompletedProcess:
-    wf = EXAMPLES / example / f"{example}.cwl"
-    job = job or EXAMPLES / example / "job.yml"
+                job: Path | None = None, examples: Path = EXAMPLES) -> subprocess.CompletedProcess:
+    wf = examples / example / f"{example}.cwl"
+    job = job or examples / example / "job.yml"
     cmd = [sys.executable, "-m", "plastic", "run", str(wf), str(job), "--outdir", str(tmp_path / "out"),
            "--run-dir", str(tmp_path / "run"), "--report", str(tmp_path / "report.json"), *extra]
     full_env = dict(os.environ)
@@ -106,11 +106,7 @@ def test_scatter_gather_placement_follows_annotations(tmp_path):
 def test_a_static_run_warns_of_preemptible_tasks_no_on_demand_node_holds(tmp_path):
     """16-vCPU preempt: 2 tasks and a 2-vCPU core node: --static says once, before the run, that losing
     their spot nodes would fail it (it runs to the end: nothing is lost here)."""
-    data = REPO / "tests" / "cli" / "data" / "big-preemptible"
-    cmd = [sys.executable, "-m", "plastic", "run", str(data / "big-preemptible.cwl"), str(data / "job.yml"),
-           "--outdir", str(tmp_path / "out"), "--run-dir", str(tmp_path / "run"), "--static"]
-    env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=TIMEOUT_S, env=env, check=False)
+    res = plastic_run(tmp_path, "big-preemptible", "--static", examples=REPO / "tests" / "cli" / "data")
     assert res.returncode == 0, res.stderr[-5000:]
     warned = [ln for ln in res.stderr.splitlines() if "warning:" in ln]
     assert len(warned) == 1 and "2 preemptible task(s) of big fit no on-demand node" in warned[0], res.stderr
