@@ -78,7 +78,9 @@ def usd_lower_bound(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], cap_
     cap_s = max(cap_s, end_s)
     window_s = cap_s - boot_s
     work = sum(t.vcpus * runtime_s(t) for t in tasks)
-    across_middle = sum(t.vcpus for t in tasks if runtime_s(t) > window_s / 2)
+    # a task longer than half the window runs across its middle; one of exactly half (a chain of two
+    # such halves, summed in another order) may not, so the test leaves the last bits of a float out
+    across_middle = sum(t.vcpus for t in tasks if runtime_s(t) > window_s / 2 * (1 + 1e-9))
     usd_per_vcpu_s = min(s.usd_per_hour / s.usable.vcpus for s in shapes) / 3600.0
     best = math.inf
     for core in (s for s in shapes if s.market is Market.ON_DEMAND):

@@ -136,6 +136,9 @@ dags = st.lists(st.tuples(st.integers(1, 4), st.floats(1.0, 900.0),
 # a run that ends exactly at boot + the critical path, summed in another order than the floor's (it
 # once made the floor infinite by the last bit of a float)
 @example([(1, 502.07010279926095, RELIABLE, []), (1, 1.388065461654719, RELIABLE, [0])], "static", 0.0, 10.0)
+# a chain of two tasks of half the window each, summed a float bit over half: not across the middle
+@example([(1, 124.0, RELIABLE, []), (1, 123.03881208649155, RELIABLE, []), (1, 123.03881208649155, RELIABLE, [1])],
+         "static", 0.0, 10.0)
 def test_no_simulated_run_pays_less_than_the_floor_for_its_own_makespan(shape, policy, rate, boot_s):
     """Any DAG, any policy, calm or interrupted: every run that finishes pays at least the floor computed
     with its own makespan as the cap (the floor is a lower bound, or the benchmark's verdicts would lie).
