@@ -7,6 +7,8 @@ tuned on) and the wide mix at seeds 2-3, each planned with `--preempt all` (spot
 (on-demand).  Each command runs once untimed (page cache), then `--runs` times; the median is printed.
 With `--baseline`, the same command runs from that checkout (`python -m plastic` with it as the
 working directory and on PYTHONPATH) in the same loop, and the two plans' JSON must be equal (the speed-ups change no plan).
+Beside each median wall time, the median CPU time of the run (every process: from 2,000 tasks the
+planner's strategies run in forked workers, so the CPU time can exceed the wall time).
 
 `--instructions` also counts the machine instructions of one run of each command under valgrind's
 callgrind (about 40 s a run): unlike seconds, the count does not move with the host's load or the
@@ -19,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -50,24 +53,32 @@ def command(src: Path, trace: Path, mode: str, *, json_out: Path | None = None) 
     return cmd, where
 
 
-def timed(src: Path, trace: Path, mode: str, runs: int) -> float:
+def timed(src: Path, trace: Path, mode: str, runs: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (user + system, every process of the run)."""
     cmd, where = command(src, trace, mode)
     subprocess.run(cmd, **where, capture_output=True, check=True)  # warm-up
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, **where, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(times), statistics.median(cpu)
 
 
 def instructions(src: Path, trace: Path, mode: str) -> int:
-    """Machine instructions one whole `plastic plan` process executes (valgrind's callgrind)."""
+    """Machine instructions the main `plastic plan` process executes (valgrind's callgrind).
+
+    From 2,000 tasks the planner's strategies run in forked workers too; valgrind counts each
+    process apart, and the main one (the first to speak) is the one the run waits for."""
     cmd, where = command(src, trace, mode)
     out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], **where,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True).stderr
-    found = re.search(r"Collected : (\d+)", out)
-    if found is None:
+    first = re.search(r"^==(\d+)==", out, re.MULTILINE)
+    found = first and re.search(rf"^=={first.group(1)}== Collected : (\d+)", out, re.MULTILINE)
+    if not found:
         raise SystemExit(f"plan_speed: no instruction count in valgrind's output for {trace.name} --preempt {mode}")
     return int(found.group(1))
 
@@ -96,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--sets: none of {sorted(wanted)} is a set (have {', '.join(f'{m}-{s}' for m, s in SETS)})")
     print(f"# plastic plan --concurrent, {args.n} tasks, whole process; {machine()}; "
           f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-    head = "| set | mode | plastic median s |" + (" baseline median s | same plan |" if args.baseline else "")
-    rule = "|---|---|--:|" + ("--:|---|" if args.baseline else "")
+    head = "| set | mode | plastic median s | plastic CPU s |" + (
+        " baseline median s | baseline CPU s | same plan |" if args.baseline else "")
+    rule = "|---|---|--:|--:|" + ("--:|--:|---|" if args.baseline else "")
     if args.instructions:
         head += " plastic G instr |" + (" baseline G instr |" if args.baseline else "")
         rule += "--:|" + ("--:|" if args.baseline else "")
@@ -109,14 +121,14 @@ def main(argv: list[str] | None = None) -> int:
             trace = Path(tmp) / f"{mix}-{seed}.json"
             write_wfcommons((wide_tasks if mix == "wide" else mixed_tasks)(args.n, seed), trace)
             for mode in ("all", "none"):
-                ours = timed(REPO, trace, mode, args.runs)
+                ours, ours_cpu = timed(REPO, trace, mode, args.runs)
                 worst = max(worst, ours)
-                row = f"| {mix} seed {seed} | {mode} | {ours:.3f} |"
+                row = f"| {mix} seed {seed} | {mode} | {ours:.3f} | {ours_cpu:.3f} |"
                 if args.baseline:
-                    base = timed(args.baseline, trace, mode, args.runs)
+                    base, base_cpu = timed(args.baseline, trace, mode, args.runs)
                     same = plan_json(REPO, trace, mode, Path(tmp) / "a.json") == plan_json(
                         args.baseline, trace, mode, Path(tmp) / "b.json")
-                    row += f" {base:.3f} | {'yes' if same else 'NO'} |"
+                    row += f" {base:.3f} | {base_cpu:.3f} | {'yes' if same else 'NO'} |"
                 if args.instructions:
                     row += f" {instructions(REPO, trace, mode) / 1e9:.3f} |"
                     if args.baseline:

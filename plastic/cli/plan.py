@@ -12,6 +12,8 @@ import click
 
 log = logging.getLogger(__name__)
 
+PARALLEL_MIN_TASKS = 2000
+
 
 def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_preempt: bool,
                    default_ram_mib: int, scatter_width: int):
@@ -84,8 +86,14 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
                               default_ram_mib=default_ram_mib, scatter_width=scatter_width)
     options = PlanOptions(concurrent=concurrent, budget_usd_per_hour=budget_per_hour,
                           effort=1 if strategy == "seeds" else 2)
+    from plastic.core.planner import one_by_one
+    from plastic.parallel import fork_map
+
+    # a big workload's strategies run side by side, one per core (a small one plans faster than a fork)
+    run_each = fork_map if len(workload.tasks) >= PARALLEL_MIN_TASKS else one_by_one
     try:
-        result = plan_workload(workload, catalog, reserve=Reserve(reserve_vcpus, reserve_ram_mib), options=options)
+        result = plan_workload(workload, catalog, reserve=Reserve(reserve_vcpus, reserve_ram_mib), options=options,
+                               run_each=run_each)
     except PlanningError as exc:
         # Name the input file as well as the task/step the planner complained about.
         exc.source = f"{input_path}: {exc.source}" if exc.source else input_path

@@ -239,15 +239,19 @@ class ShapeMenu:
 
     def holding(self, task: TaskSpec) -> tuple[NodeShape, ...]:
         """Shapes that can host `task` alone, cheapest first."""
-        i = bisect.bisect_left(self._vcpu_steps, task.vcpus)
-        j = bisect.bisect_left(self._ram_steps, task.ram_mib)
-        key = (i, j, task.preempt.max_preemptions != 0, task.instance_type)
+        return self.holding_all(task.vcpus, task.ram_mib, task.preempt.max_preemptions != 0, task.instance_type)
+
+    def holding_all(self, vcpus: int, ram_mib: int, preemptible: bool, pinned: str | None) -> tuple[NodeShape, ...]:
+        """Shapes with this much room, on either market if `preemptible` (else on-demand), of the
+        type `pinned` if one is named; cheapest first."""
+        i = bisect.bisect_left(self._vcpu_steps, vcpus)
+        j = bisect.bisect_left(self._ram_steps, ram_mib)
+        key = (i, j, preemptible, pinned)
         found = self._holding.get(key)
         if found is None:
-            preemptible, pinned = key[2], key[3]
             found = self._holding[key] = tuple(
                 s for s in self.shapes
-                if s.usable.vcpus >= task.vcpus and s.usable.ram_mib >= task.ram_mib and (preemptible or s.reliable)
+                if s.usable.vcpus >= vcpus and s.usable.ram_mib >= ram_mib and (preemptible or s.reliable)
                 and (pinned is None or s.instance_type.name == pinned)
             )
         return found
@@ -259,13 +263,12 @@ class ShapeMenu:
             raise unplaceable(task, self.shapes)
         return found[0]
 
-    def cheapest_for(self, node: PackedNode) -> NodeShape:
+    def cheapest_for(self, node: PackedNode | OpenNode) -> NodeShape:
         """The cheapest shape that still holds all of `node`'s tasks (its own shape at worst)."""
-        for s in self.shapes:
-            if s.usd_per_hour >= node.shape.usd_per_hour:
-                break
-            if node.may_use(s):
-                return s
+        used = node.used
+        found = self.holding_all(used.vcpus, used.ram_mib, not node.has_reliable, node.pinned_type)
+        if found and found[0].usd_per_hour < node.shape.usd_per_hour:
+            return found[0]
         return node.shape
 
 
@@ -282,6 +285,13 @@ def pack(
 
     Nodes of `initial` come first in the result, in their order; new nodes follow.
     Empty nodes are dropped unless `keep_empty`."""
+    index = pack_open(ordered, shapes, prices, choose_shape, initial=initial)
+    return [PackedNode(n.shape, tuple(n.tasks)) for n in index.nodes if n.tasks or keep_empty]
+
+
+def pack_open(ordered: Sequence[TaskSpec], shapes: Sequence[NodeShape], prices: Prices,
+              choose_shape: ShapeChooser, *, initial: Sequence[PackedNode] = ()) -> OpenNodes:
+    """`pack`, leaving the nodes open (for more work on them before they are fixed)."""
     index = OpenNodes(max(s.usable.vcpus for s in shapes))
     for pn in initial:
         index.open(pn.shape, pn.tasks)
@@ -291,7 +301,7 @@ def pack(
             index.open(choose_shape(task, i, ordered), (task,))
         else:
             index.put(target, task)
-    return [PackedNode(n.shape, tuple(n.tasks)) for n in index.nodes if n.tasks or keep_empty]
+    return index
 
 
 def cheapest_holding(task: TaskSpec, shapes: Sequence[NodeShape]) -> NodeShape:

@@ -91,9 +91,12 @@ def beyond_on_demand(plan: Plan) -> tuple[TaskSpec, ...]:
     instance type, when pinned).  On a cluster that cannot grow (`plastic run --static`, a given
     --master) such a task has nowhere to go once the spot nodes that fit it are lost, or once it has
     used up its preemptions: the run fails it."""
-    reliable = [n for n in plan.nodes if n.market is Market.ON_DEMAND]
+    # each kind of on-demand node once (a big plan has thousands of nodes, few kinds)
+    reliable = {(n.capacity.vcpus, n.capacity.ram_mib, n.instance_type) for n in plan.nodes
+                if n.market is Market.ON_DEMAND}
     return tuple(t for t in plan.tasks if t.preempt.preemptible and not any(
-        n.capacity.holds(t.demand) and t.instance_type in (None, n.instance_type) for n in reliable))
+        t.vcpus <= vcpus and t.ram_mib <= ram_mib and t.instance_type in (None, name)
+        for vcpus, ram_mib, name in reliable))
 
 
 def static_risk(plan: Plan) -> str | None:

@@ -18,8 +18,9 @@ still holds its tasks.  The cheapest result wins.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from plastic.core.errors import PlanningError
 from plastic.core.lower_bound import LowerBound, Prices, lower_bound
@@ -30,7 +31,7 @@ from plastic.core.packing import (
     PackedNode,
     ShapeMenu,
     allowed_on,
-    pack,
+    pack_open,
     unplaceable,
 )
 
@@ -112,7 +113,15 @@ def bottleneck_values(tasks: Sequence[TaskSpec], shapes: Shapes) -> dict[str, fl
             frontier = frontiers.get(id(held))
             if frontier is None:
                 frontier = frontiers[id(held)] = _undominated(held)
-            v = memo[key] = min(usd * max(t.vcpus / cpu, t.ram_mib / ram) for usd, cpu, ram in frontier)
+            v = math.inf
+            for usd, cpu, ram in frontier:
+                share = t.vcpus / cpu
+                ram_share = t.ram_mib / ram
+                if ram_share > share:
+                    share = ram_share
+                if usd * share < v:
+                    v = usd * share
+            memo[key] = v
         out[t.id] = v
     return out
 
@@ -225,10 +234,10 @@ class _Line:
 
 # ---------------------------------------------------------------- improvement
 
-def right_size(nodes: Sequence[PackedNode], shapes: Shapes) -> list[PackedNode]:
+def right_size(nodes: Sequence[PackedNode | OpenNode], shapes: Shapes) -> list[PackedNode]:
     """Give every node the cheapest shape that still holds its tasks."""
     menu = menu_of(shapes)
-    return [PackedNode(menu.cheapest_for(n), n.tasks) for n in nodes]
+    return [PackedNode(menu.cheapest_for(n), tuple(n.tasks)) for n in nodes]
 
 
 def consolidate(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], prices: Prices,
@@ -239,6 +248,13 @@ def consolidate(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], prices
     index = OpenNodes(max(s.usable.vcpus for s in shapes))
     for pn in nodes:
         index.open(pn.shape, pn.tasks)
+    return [PackedNode(n.shape, tuple(n.tasks)) for n in consolidate_open(index, prices, max_attempts)]
+
+
+def consolidate_open(index: OpenNodes, prices: Prices, max_attempts: int) -> list[OpenNode]:
+    """`consolidate` on open nodes (changed in place); the nodes left with tasks, in their order."""
+    if len(index.nodes) < 2:
+        return [n for n in index.nodes if n.tasks]
 
     def usefulness(n: OpenNode) -> float:
         # dual value hosted per dollar: low means the node is a poor buy
@@ -262,7 +278,7 @@ def consolidate(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], prices
         for target, t in reversed(moves):  # undo
             index.take(target, t)
         index.show(victim)
-    return [PackedNode(n.shape, tuple(n.tasks)) for n in index.nodes if n.seq not in removed and n.tasks]
+    return [n for n in index.nodes if n.seq not in removed and n.tasks]
 
 
 def improve_by_moves(nodes: Sequence[PackedNode], shapes: Shapes, max_rounds: int = 4) -> list[PackedNode]:
@@ -403,50 +419,87 @@ def variants_for(n_tasks: int) -> tuple[tuple[str, str, int, int], ...]:
                  for spread in (0, 8, 16, 32, 64))
 
 
+T = TypeVar("T")
+R = TypeVar("R")
+# How solve runs its strategies: `run_each(attempt, strategies)` returns attempt(s) for each, in order.
+# The strategies do not share state, so a caller may run them at the same time (see plastic.parallel).
+RunEach = Callable[[Callable[[T], R], Sequence[T]], list[R]]
+
+
+def one_by_one(attempt: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    return [attempt(x) for x in items]
+
+
+# A strategy's packing in plain numbers: (index of the shape in the menu, indices of its tasks) a node.
+Packing = tuple[tuple[int, tuple[int, ...]], ...]
+
+
 def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int = 2,
-          bound: LowerBound | None = None) -> Solution:
+          bound: LowerBound | None = None, run_each: RunEach = one_by_one) -> Solution:
     """Pack every task at once; the cheapest of the strategies tried.
 
     effort 1 runs the seeds' algorithm alone; effort 2 adds the look-ahead
-    variants (all of them up to 3,000 tasks; beyond, the first two without the seeds')."""
+    variants (all of them up to 3,000 tasks; beyond, the first two without the seeds').
+    Each strategy is packed, consolidated and right-sized on its own (by `run_each`)."""
     menu = menu_of(shapes)
     shapes = menu.shapes
     check_placeable(tasks, menu)
     bound = bound or lower_bound(tasks, shapes)
     prices = bound.prices
-    runs: list[tuple[str, list[TaskSpec], object]] = []
+    strategies: list[tuple[str, str, int, int]] = []
     if effort < 2 or len(tasks) <= 3000:  # beyond that the look-ahead always wins: save the time
-        runs.append(("seeds", seeds_order(tasks, menu), seeds_chooser(menu)))
+        strategies.append(("seeds", "seeds", 0, 0))
     if effort >= 2:
-        valuations = {"dual": dual_values(tasks, prices), "bottleneck": bottleneck_values(tasks, menu)}
-        orders: dict[str, list[TaskSpec]] = {}
-        for name, valuation, head, spread in variants_for(len(tasks)):
-            values = valuations[valuation]
-            if valuation not in orders:
-                orders[valuation] = sorted(tasks, key=lambda t: (t.preempt.preemptible, t.instance_type is None,
-                                                                 -values[t.id], -t.vcpus, -t.ram_mib, t.id))
-            runs.append((name, orders[valuation], lookahead_chooser(menu, values, head, spread)))
-    results: list[Solution] = []
-    for name, ordered, chooser in runs:
-        nodes = pack(ordered, shapes, prices, chooser)  # type: ignore[arg-type]
+        strategies += variants_for(len(tasks))
+    valuations: dict[str, dict[str, float]] = {}
+    orders: dict[str, list[TaskSpec]] = {}
+
+    def attempt(strategy: tuple[str, str, int, int]) -> Packing:
+        _, valuation, head, spread = strategy
+        if valuation == "seeds":
+            ordered, chooser = seeds_order(tasks, menu), seeds_chooser(menu)
+        else:
+            values = valuations.get(valuation)
+            if values is None:
+                values = valuations[valuation] = dual_values(tasks, prices) if valuation == "dual" \
+                    else bottleneck_values(tasks, menu)
+            ordered = orders.get(valuation)
+            if ordered is None:
+                ordered = orders[valuation] = sorted(tasks, key=lambda t: (
+                    t.preempt.preemptible, t.instance_type is None, -values[t.id], -t.vcpus, -t.ram_mib, t.id))
+            chooser = lookahead_chooser(menu, values, head, spread)
+        index = pack_open(ordered, shapes, prices, chooser)
+        opened = [n for n in index.nodes if n.tasks]
         if effort >= 2:
-            attempts = len(nodes) if len(nodes) <= 2000 else 200
-            nodes = consolidate(nodes, shapes, prices, attempts)
-        nodes = right_size(nodes, menu)
-        nodes = ensure_reliable_capacity(nodes, shapes, tasks)
-        results.append(Solution(tuple(nodes), name, bound))
-    results.sort(key=lambda sol: sol.usd_per_hour)  # stable: the earlier strategy wins ties
+            opened = consolidate_open(index, prices, len(opened) if len(opened) <= 2000 else 200)
+        return _numbered(ensure_reliable_capacity(right_size(opened, menu), shapes, tasks), shapes, tasks)
+
+    packings = run_each(attempt, strategies)
+    # the cheapest first (stable: the earlier strategy wins ties); only those looked at again are rebuilt
+    ranked = sorted(zip(strategies, packings, strict=True), key=lambda sp: sum(shapes[s].usd_per_hour
+                                                                              for s, _ in sp[1]))
+    results = [Solution(tuple(PackedNode(shapes[s], tuple(tasks[i] for i in held)) for s, held in packing),
+                        name, bound)
+               for (name, *_), packing in ranked[:8 if effort >= 2 and len(tasks) <= SMALL_PLAN_TASKS else 1]]
     best = results[0]
     if effort >= 2 and len(tasks) <= MOVES_MAX_TASKS:
-        for sol in results[:8 if len(tasks) <= SMALL_PLAN_TASKS else 1]:
+        for sol in results:
             moved = ensure_reliable_capacity(improve_by_moves(sol.nodes, menu), shapes, tasks)
             if sum(n.shape.usd_per_hour for n in moved) < best.usd_per_hour - 1e-9:
                 best = Solution(tuple(moved), sol.strategy + "+moves", bound)
     return best
 
 
+def _numbered(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], tasks: Sequence[TaskSpec]) -> Packing:
+    shape_at = {id(s): i for i, s in enumerate(shapes)}
+    task_at = {id(t): i for i, t in enumerate(tasks)}
+    return tuple((shape_at[id(n.shape)], tuple(task_at[id(t)] for t in n.tasks)) for n in nodes)
+
+
 def sort_nodes(nodes: Sequence[PackedNode]) -> list[PackedNode]:
     """A stable presentation order: on-demand first, then by type size and price."""
+    # a task is on one node only, so nodes of one shape differ at their first task's id (an empty node
+    # first): the same order as by their whole tuples of ids, without building them
     return sorted(nodes, key=lambda n: (n.shape.market is Market.SPOT, -n.shape.usable.vcpus,
                                         -n.shape.usable.ram_mib, n.shape.name,
-                                        tuple(t.id for t in n.tasks)))
+                                        n.tasks[0].id if n.tasks else ""))

@@ -40,11 +40,13 @@ from plastic.core.packing import (
 )
 from plastic.core.plan import Plan, PlannedNode, PlanOptions, cluster_names
 from plastic.core.planner import (
+    RunEach,
     bottleneck_values,
     check_placeable,
     dual_values,
     ensure_reliable_capacity,
     lookahead_chooser,
+    one_by_one,
     solve,
     sort_nodes,
     value_order,
@@ -53,7 +55,8 @@ from plastic.core.waves import Waves, find_waves
 
 
 def plan_workload(workload: Workload, catalog: Catalog, *, reserve: Reserve = Reserve(),
-                  options: PlanOptions = PlanOptions()) -> Plan:
+                  options: PlanOptions = PlanOptions(), run_each: RunEach = one_by_one) -> Plan:
+    """The plan for `workload`; `run_each` runs the planner's strategies (see planner.solve)."""
     shapes = node_shapes(catalog, reserve)
     if not shapes:
         raise PlanningError("no instance type of the catalog has capacity left after the reserve",
@@ -67,12 +70,12 @@ def plan_workload(workload: Workload, catalog: Catalog, *, reserve: Reserve = Re
     check_placeable(tasks, shapes)
     assumptions = list(workload.assumptions)
     if options.concurrent or not tasks:
-        sol = solve(tasks, shapes, effort=options.effort)
+        sol = solve(tasks, shapes, effort=options.effort, run_each=run_each)
         nodes, bound_usd, strategy, mode, n_waves = list(sol.nodes), sol.bound.usd_per_hour, sol.strategy, \
             "concurrent", 1
         assumptions.append("every task runs at the same time (--concurrent)")
     else:
-        nodes, bound_usd, strategy, n_waves, note = _plan_waves(tasks, shapes, options.effort)
+        nodes, bound_usd, strategy, n_waves, note = _plan_waves(tasks, shapes, options.effort, run_each)
         mode = "waves"
         assumptions.append(note)
     cost = sum(n.shape.usd_per_hour for n in nodes)
@@ -97,13 +100,13 @@ def _distinct_waves(tasks: Sequence[TaskSpec]) -> tuple[Waves, list[tuple[TaskSp
     return waves, list(distinct.values())
 
 
-def _plan_waves(tasks: list[TaskSpec], shapes: Sequence[NodeShape], effort: int
+def _plan_waves(tasks: list[TaskSpec], shapes: Sequence[NodeShape], effort: int, run_each: RunEach
                 ) -> tuple[list[PackedNode], float, str, int, str]:
     waves, sets = _distinct_waves(tasks)
     bounds = [(lower_bound(w, shapes).usd_per_hour, w) for w in sets]
     # costliest first; ties broken by content so the input's order never matters
     bounds.sort(key=lambda bw: (-bw[0], sorted(t.id for t in bw[1])))
-    first = solve(bounds[0][1], shapes, effort=effort)
+    first = solve(bounds[0][1], shapes, effort=effort, run_each=run_each)
     pool: list[PackedNode] = [PackedNode(n.shape, ()) for n in first.nodes]
     placed: dict[str, int] = {}
     for i, n in enumerate(first.nodes):

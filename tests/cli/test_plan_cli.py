@@ -285,3 +285,21 @@ def test_pinned_task_fits_its_type(tmp_path):
     doc = plan_json(str(cwl))
     (node,) = [n for n in doc["nodes"] if n["tasks"]]
     assert node["instance_type"] == "r5.large" and node["market"] == "on-demand"
+
+
+def test_a_big_workload_plans_as_it_does_one_strategy_after_another(tmp_path):
+    # from 2,000 tasks `plastic plan` runs the planner's strategies side by side (forked workers);
+    # the plan must be the one the strategies give run one after another in this process
+    from bench.synthetic import mixed_tasks, write_wfcommons
+    from plastic.catalogs import load_catalog
+    from plastic.core.plan import PlanOptions, plan_to_json
+    from plastic.core.planner import one_by_one
+    from plastic.core.sizing import plan_workload
+    from plastic.traces import load_trace
+
+    trace = tmp_path / "big.json"
+    write_wfcommons(mixed_tasks(2100, 11), trace)
+    got = plan_json(str(trace), "--concurrent")
+    want = plan_to_json(plan_workload(load_trace(trace), load_catalog(None), options=PlanOptions(concurrent=True),
+                                      run_each=one_by_one))
+    assert got == json.loads(json.dumps(want))

@@ -29,6 +29,7 @@ from plastic.core.planner import (
     right_size,
     seeds_order,
     solve,
+    sort_nodes,
 )
 from tests.core.conftest import CATALOG, CHEAPEST_ON_DEMAND, SHAPES, TYPE_NAMES, shape
 
@@ -456,3 +457,46 @@ def test_bottleneck_values_are_the_cheapest_share_over_every_holding_shape(raw):
         assert got[t.id] == min(
             s.usd_per_hour * max(t.vcpus / s.usable.vcpus, t.ram_mib / s.usable.ram_mib) for s in SHAPES
             if shape_holds(t, s))
+
+
+# ------------------------------------------------------------ strategies run apart
+
+def test_solve_is_the_same_whichever_way_its_strategies_run():
+    # solve hands its strategies to run_each (plastic plan runs them side by side in forked
+    # workers): each must stand alone, so running them last first changes nothing
+    def last_first(attempt, items):
+        return list(reversed([attempt(x) for x in reversed(items)]))
+
+    for name, tasks in sorted(WORKLOADS.items()):
+        for effort in (1, 2):
+            one = solve(tasks, SHAPES, effort=effort)
+            other = solve(tasks, SHAPES, effort=effort, run_each=last_first)
+            assert (other.strategy, layout(other.nodes)) == (one.strategy, layout(one.nodes)), name
+
+
+def test_solve_gives_each_strategy_once_to_run_each():
+    seen: list[str] = []
+
+    def recording(attempt, items):
+        seen.extend(name for name, *_ in items)
+        return [attempt(x) for x in items]
+
+    solve(WORKLOADS["mixed"], SHAPES, run_each=recording)
+    assert seen[0] == "seeds" and len(seen) == len(set(seen)) > 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(SHAPES), st.lists(st.integers(0, 30), max_size=3, unique=True)),
+                max_size=12))
+def test_sort_nodes_orders_one_shape_s_nodes_by_their_tasks(raw):
+    # sort_nodes compares nodes of one shape by their first task only: the same order as by all their
+    # tasks, since a task is on one node
+    used: set[int] = set()
+    nodes = []
+    for s, ids in raw:
+        mine = tuple(TaskSpec(f"t{i:02d}", 1, 256, PREEMPTIBLE) for i in ids if i not in used)
+        used.update(ids)
+        nodes.append(PackedNode(s, mine))
+    by_all = sorted(nodes, key=lambda n: (n.shape.market is SPOT, -n.shape.usable.vcpus, -n.shape.usable.ram_mib,
+                                          n.shape.name, tuple(t.id for t in n.tasks)))
+    assert [(n.shape, n.tasks) for n in sort_nodes(nodes)] == [(n.shape, n.tasks) for n in by_all]
