@@ -239,9 +239,9 @@ class ShapeMenu:
 
     def holding(self, task: TaskSpec) -> tuple[NodeShape, ...]:
         """Shapes that can host `task` alone, cheapest first."""
-        return self.holding_all(task.vcpus, task.ram_mib, task.preempt.max_preemptions != 0, task.instance_type)
+        return self.holding_demand(task.vcpus, task.ram_mib, task.preempt.max_preemptions != 0, task.instance_type)
 
-    def holding_all(self, vcpus: int, ram_mib: int, preemptible: bool, pinned: str | None) -> tuple[NodeShape, ...]:
+    def holding_demand(self, vcpus: int, ram_mib: int, preemptible: bool, pinned: str | None) -> tuple[NodeShape, ...]:
         """Shapes with this much room, on either market if `preemptible` (else on-demand), of the
         type `pinned` if one is named; cheapest first."""
         i = bisect.bisect_left(self._vcpu_steps, vcpus)
@@ -266,7 +266,7 @@ class ShapeMenu:
     def cheapest_for(self, node: PackedNode | OpenNode) -> NodeShape:
         """The cheapest shape that still holds all of `node`'s tasks (its own shape at worst)."""
         used = node.used
-        found = self.holding_all(used.vcpus, used.ram_mib, not node.has_reliable, node.pinned_type)
+        found = self.holding_demand(used.vcpus, used.ram_mib, not node.has_reliable, node.pinned_type)
         if found and found[0].usd_per_hour < node.shape.usd_per_hour:
             return found[0]
         return node.shape

@@ -240,19 +240,9 @@ def right_size(nodes: Sequence[PackedNode | OpenNode], shapes: Shapes) -> list[P
     return [PackedNode(menu.cheapest_for(n), tuple(n.tasks)) for n in nodes]
 
 
-def consolidate(nodes: Sequence[PackedNode], shapes: Sequence[NodeShape], prices: Prices,
-                max_attempts: int) -> list[PackedNode]:
-    """Try to empty the least useful nodes into the free room of the others."""
-    if len(nodes) < 2:
-        return list(nodes)
-    index = OpenNodes(max(s.usable.vcpus for s in shapes))
-    for pn in nodes:
-        index.open(pn.shape, pn.tasks)
-    return [PackedNode(n.shape, tuple(n.tasks)) for n in consolidate_open(index, prices, max_attempts)]
-
-
-def consolidate_open(index: OpenNodes, prices: Prices, max_attempts: int) -> list[OpenNode]:
-    """`consolidate` on open nodes (changed in place); the nodes left with tasks, in their order."""
+def consolidate(index: OpenNodes, prices: Prices, max_attempts: int) -> list[OpenNode]:
+    """Try to empty the least useful of the open nodes into the free room of the others (in place);
+    the nodes left with tasks, in their order."""
     if len(index.nodes) < 2:
         return [n for n in index.nodes if n.tasks]
 
@@ -471,7 +461,7 @@ def solve(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, effort: int
         index = pack_open(ordered, shapes, prices, chooser)
         opened = [n for n in index.nodes if n.tasks]
         if effort >= 2:
-            opened = consolidate_open(index, prices, len(opened) if len(opened) <= 2000 else 200)
+            opened = consolidate(index, prices, len(opened) if len(opened) <= 2000 else 200)
         return _numbered(ensure_reliable_capacity(right_size(opened, menu), shapes, tasks), shapes, tasks)
 
     packings = run_each(attempt, strategies)
