@@ -59,7 +59,7 @@ test-services:
 	fi
 
 test: $(STAMP_TEST) test-services
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider; \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25; \
 	  rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; exit 0; fi; exit $$rc
 
 # The compose cluster on real Apache Mesos 1.11 (needs Docker; not part of `make test`): builds the
