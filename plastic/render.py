@@ -72,7 +72,7 @@ def plan_as_table(plan: Plan, *, width: int | None = None) -> str:
         f"same nodes on-demand: {plan.on_demand_usd_per_hour:.4f} $/h "
         f"(savings {100 * plan.savings_vs_on_demand:.1f}%)",
         f"lower bound (LP):    {plan.lower_bound_usd_per_hour:.4f} $/h "
-        f"(plan is {100 * (plan.ratio_to_lower_bound - 1):.1f}% above it)",
+        f"(plan is {max(100 * (plan.ratio_to_lower_bound - 1), 0.0):.1f}% above it)",  # no plan is below: float noise
     ]
     if plan.budget_usd_per_hour is not None:
         lines.append(f"budget:              {plan.budget_usd_per_hour:.4f} $/h")

@@ -136,6 +136,15 @@ def test_cwl_example_plans_a_hybrid_cloud():
     assert node_of[merge[0]["id"]]["market"] == "on-demand"
 
 
+def test_a_plan_at_its_lower_bound_is_never_printed_below_it():
+    """The dynamic scatter plans one c5.large, the LP bound itself: float noise once printed '-0.0%'."""
+    example = REPO / "cwl-examples" / "dynamic-scatter"
+    res = plastic("plan", str(example / "dynamic-scatter.cwl"), str(example / "job.yml"))
+    assert res.returncode == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("lower bound"))
+    assert "(plan is 0.0% above it)" in line, line
+
+
 def test_preemptible_tasks_bigger_than_the_on_demand_nodes_are_warned_of():
     """A table gets a `warning:` line, the other formats one line on stderr (their output stays pure);
     the example workflow, whose core node holds every task, gets none."""
