@@ -112,10 +112,63 @@ def report_table(report: RunReport) -> Group:
                      f"{sum(1 for e in timeline if e['event'] == 'interrupted')} lost, "
                      f"{sum(1 for e in timeline if e['event'] == 'create_refused')} creation(s) refused"
                      + "".join(f"; growth stopped by {e.get('limit')}" for e in timeline if e["event"] == "growth_stopped"))
+    if timeline:
+        lines += timeline_lines(timeline, report.started_at)
     if report.orphans_adopted or report.orphans_killed:
         lines.append(f"resume: the killed run's running tasks adopted {report.orphans_adopted}, "
                      f"killed and run again {report.orphans_killed}")
     return Group(table, *(Text(line) for line in lines))
+
+
+TIMELINE_LINES = 15  # the text report's node timeline; --format json and --html have every event
+
+
+def _node_text(e: dict) -> tuple[str, int]:
+    """One node event as words, and how many nodes it is about (events alike in the same second add up)."""
+    kind = e["event"]
+    where = f"{e.get('cluster')} ({e.get('instance_type')} {e.get('market')})"
+    if kind == "requested":
+        return (f"asked for {e.get('count')} x {e.get('instance_type')} {e.get('market')} for {e.get('cluster')}: "
+                f"{e.get('reason')}, {e.get('detail')}", 0)
+    if kind == "created":
+        return "created", len(e.get("node_ids") or ())
+    if kind == "ready":
+        return f"{where} ready, boot {float(e.get('boot_s') or 0.0):.0f} s", 1
+    if kind == "released":
+        return f"{where} released: {e.get('reason')}", 1
+    if kind == "interrupted":
+        return f"{where} {'interrupted' if e.get('state') == 'interrupted' else 'lost'}", 1
+    if kind == "cordoned":
+        return "cordoned (idle, no new work)", 1
+    if kind == "create_refused":
+        return f"creation of {e.get('instance_type')} {e.get('market')} refused: {e.get('reason')}", 0
+    if kind == "growth_stopped":
+        return f"growth stopped by {e.get('limit')}: {e.get('detail')}", 0
+    return kind, 0
+
+
+def timeline_lines(timeline: tuple[dict, ...], started_at: float, limit: int = TIMELINE_LINES) -> list[str]:
+    """The elastic cluster's node timeline, seconds from the start: the same event about several nodes within
+    a second is one line ("5 x ..."); at most `limit` lines, then how many more there are."""
+    groups: list[list] = []  # [seconds, text, nodes]
+    for e in sorted(timeline, key=lambda e: e["at"]):
+        at = e["at"] - started_at
+        text, nodes = _node_text(e)
+        last = groups[-1] if groups else None
+        if last is not None and nodes and last[1] == text and at - last[0] < 1.0:
+            last[2] += nodes
+        else:
+            groups.append([at, text, nodes])
+    out = ["node timeline (seconds from the start):"]
+    for at, text, nodes in groups[:limit]:
+        if text == "created":
+            text = f"{nodes} node(s) created"
+        elif nodes > 1:
+            text = f"{nodes} x {text}"
+        out.append(f"  {at:8.1f}  {text}")
+    if len(groups) > limit:
+        out.append(f"  ... {len(groups) - limit} more line(s): plastic report RUN --format json (or --html) has them all")
+    return out
 
 
 def _last_error_line(log_path: Path) -> str:

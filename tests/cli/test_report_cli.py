@@ -82,6 +82,34 @@ def test_table_of_a_run_still_going(tmp_path):
     assert "has not ended" in res.stdout
 
 
+def test_table_tells_the_node_timeline(tmp_path):
+    """An elastic run's node records: `plastic report RUN` prints when nodes were asked for, came up and
+    went, and why, in seconds from the start."""
+    run_dir = make_run_dir(tmp_path / "run", report=False)
+    start = 1_700_000_000.0
+    spot = {"cluster": "burst", "instance_type": "m5.large", "market": "spot"}
+    records = [
+        {"t": start + 12, "kind": "node_requested", "request": 1, "count": 2, "usd_per_hour": 0.0326,
+         "reason": "queued_work", "detail": "3 queued task(s) fit no node", "tasks": ["1", "2"], **spot},
+        {"t": start + 12.1, "kind": "node_created", "request": 1, "node_ids": ["s-2", "s-3"]},
+        {"t": start + 20, "kind": "node_ready", "node_id": "s-2", "boot_s": 7.9, **spot},
+        {"t": start + 20.5, "kind": "node_ready", "node_id": "s-3", "boot_s": 8.4, **spot},
+        {"t": start + 90, "kind": "node_released", "node_id": "s-2", "reason": "idle for 60 s", **spot},
+    ]
+    with open(run_dir / "decisions.jsonl", "a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in records)
+    res = plastic("report", run_dir)
+    assert res.returncode == 0, res.stderr
+    out = [" ".join(line.split()) for line in res.stdout.splitlines()]
+    at = out.index("node timeline (seconds from the start):")
+    assert out[at + 1:at + 5] == [
+        "12.0 asked for 2 x m5.large spot for burst: queued_work, 3 queued task(s) fit no node",
+        "12.1 2 node(s) created",
+        "20.0 2 x burst (m5.large spot) ready, boot 8 s",
+        "90.0 burst (m5.large spot) released: idle for 60 s",
+    ]
+
+
 def test_missing_run_directory(tmp_path):
     out = tmp_path / "page.html"
     res = plastic("report", tmp_path / "nope", "--html", out)
