@@ -1,16 +1,8 @@
 #!/bin/sh
 # Build Apache Mesos 1.11 into /opt/mesos (run inside deploy/mesos/Dockerfile's builder stage).
-# The source: /build/mesos-source.tar.gz when the build context has one, else MESOS_SOURCE_URL.
+# The source: /build/mesos-source.tar.gz, from the Dockerfile's source stage (deploy/mesos/fetch-source.sh).
 set -eu
-cd /build
-if [ -f mesos-source.tar.gz ]; then
-  echo "mesos source: the tarball in the build context"
-  src=/build/mesos-source.tar.gz
-else
-  echo "mesos source: $MESOS_SOURCE_URL"
-  curl -fsSL --retry 3 "$MESOS_SOURCE_URL" -o /build/mesos-download.tar.gz
-  src=/build/mesos-download.tar.gz
-fi
+src=/build/mesos-source.tar.gz
 mkdir -p /build/src /build/out
 tar -C /build/src --strip-components=1 -xzf "$src"
 cd /build/src
