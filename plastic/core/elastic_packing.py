@@ -11,7 +11,8 @@ shapes, a pinned type only on that type, first-fit decreasing, the cheapest shap
    (a wide scatter that fits nowhere yet) `plan_groups` packs by groups instead, in time proportional
    to the groups, not the tasks: each group of identical tasks fills the nodes opened for earlier
    groups first, then opens nodes of the shape with the lowest price per task it holds (the last one
-   left for later groups to fill); nodes not filled are given the cheapest shape that holds them.  Spot shapes are compared at their risk-weighted
+   left for later groups to fill); the nodes not filled are given the cheapest shape that holds each,
+   or, when their tasks are few and it is cheaper, packed again by `plan_nodes`.  Spot shapes are compared at their risk-weighted
    price (`weighted_shapes`): a shape of a lower interruption band wins when the price difference is
    smaller than the difference in risk.
 """
@@ -156,7 +157,7 @@ def plan_nodes(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> list[P
     ordered = sorted(tasks, key=lambda t: (t.preempt.preemptible, t.instance_type is None, -values[t.id],
                                            -t.vcpus, -t.ram_mib, t.id))
     ahead = right_size(pack(ordered, menu.shapes, prices, lookahead_chooser(menu, values, 8, 16)), menu)
-    return min((seeds, ahead), key=lambda nodes: sum(n.shape.usd_per_hour for n in nodes))
+    return min((seeds, ahead), key=_usd_per_hour)
 
 
 @dataclass(slots=True)
@@ -204,5 +205,23 @@ def plan_groups(groups: Sequence[Group], shapes: Sequence[NodeShape]) -> list[Pa
         if todo:  # the rest opens a node of the same shape, for later groups to fill; right-sized at the end
             filling.append(_Filling(best, best.usable.vcpus - len(todo) * g.vcpus,
                                     best.usable.ram_mib - len(todo) * g.ram_mib, todo))
-    return full + [PackedNode(menu.cheapest_for(node), node.tasks)
-                   for node in (PackedNode(f.shape, tuple(f.tasks)) for f in filling)]
+    for f in filling:
+        if not _has_room(f):
+            full.append(PackedNode(f.shape, tuple(f.tasks)))
+    tail = [PackedNode(menu.cheapest_for(node), node.tasks)
+            for node in (PackedNode(f.shape, tuple(f.tasks)) for f in filling if _has_room(f))]
+    tail_tasks = [t for node in tail for t in node.tasks]
+    if len(tail_tasks) <= PLAN_TASKS_MAX:  # few enough: the planner's packing, when it is cheaper
+        repacked = plan_nodes(tail_tasks, shapes)
+        if _usd_per_hour(repacked) < _usd_per_hour(tail):
+            tail = repacked
+    return full + tail
+
+
+def _has_room(f: _Filling) -> bool:
+    """Room left for one more of its smallest task."""
+    return any(t.vcpus <= f.vcpus and t.ram_mib <= f.ram_mib for t in f.tasks)
+
+
+def _usd_per_hour(nodes: Iterable[PackedNode]) -> float:
+    return sum(n.shape.usd_per_hour for n in nodes)

@@ -275,6 +275,29 @@ def test_same_observation_in_any_order_gives_the_same_decisions(seed):
     assert outs[0] == outs[1]
 
 
+def test_a_wide_scatters_last_tasks_are_packed_again_when_that_is_cheaper():
+    """170 tasks of 1 vCPU: ten c5.4xlarge full, and ten tasks left, which took an eleventh c5.4xlarge
+    (the cheapest single shape for them) where five c5.large cost less (blast's wave in bench/elastic.py)."""
+    from plastic.core.elastic_packing import (
+        PLAN_TASKS_MAX,
+        group_tasks,
+        plan_groups,
+        weighted_shapes,
+    )
+
+    queued = [task(f"s{i:03}", 1, 1000 + i) for i in range(170)]  # groups of one, as a trace's tasks are
+    assert len(queued) > PLAN_TASKS_MAX
+    shapes = weighted_shapes(SHAPES, ElasticPolicy().band_weight)
+    nodes = plan_groups(group_tasks(queued), shapes)
+    assert sorted(t.id for n in nodes for t in n.tasks) == sorted(t.task_id for t in queued)
+    assert all(n.shape.usable.holds(n.used) for n in nodes)
+    big = next(s for s in shapes if s.name == "c5.4xlarge" and s.market is Market.SPOT)
+    assert [n.shape for n in nodes if len(n.tasks) == 16] == [big] * 10
+    rest = [n for n in nodes if len(n.tasks) < 16]
+    assert sum(len(n.tasks) for n in rest) == 10
+    assert sum(n.shape.usd_per_hour for n in rest) < big.usd_per_hour
+
+
 def test_a_wide_scatter_is_packed_by_groups_with_every_rule_kept():
     from plastic.core.elastic_packing import (
         PLAN_TASKS_MAX,
@@ -301,8 +324,10 @@ def test_a_wide_scatter_is_packed_by_groups_with_every_rule_kept():
         return {n.shape.name for n in packed if any(t.id.startswith("s") for t in n.tasks)}
 
     # the lowest (weighted) price per task: c5.4xlarge spot is 17% cheaper per vCPU than c5.large, a large
-    # difference: it wins at the default weight; weighing risk twice as much, the <5% band wins
-    assert scatter_shapes(nodes) == {"c5.4xlarge"}
+    # difference: it wins at the default weight (the scatter's full nodes; its last 8 tasks go on smaller
+    # shapes, cheaper than a c5.4xlarge for 8); weighing risk twice as much, the <5% band wins
+    assert {n.shape.name for n in nodes if len(n.tasks) == 16} == {"c5.4xlarge"}
+    assert "c5.4xlarge" in scatter_shapes(nodes)
     assert scatter_shapes(plan_groups(group_tasks(queued), weighted_shapes(SHAPES, 1.0))) == {"c5.large"}
     ctl = ElasticController(SHAPES)
     out = ctl.handle(ClusterObserved(tuple(queued), (CORE,)), 0.0)
