@@ -48,7 +48,7 @@ from plastic.core.lifecycle import RunState
 from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
-from plastic.core.recovery import RESUMABLE, toil_start
+from plastic.core.recovery import RESUMABLE, record_again, toil_start
 from plastic.core.report import (
     AgentSpan,
     KnownAgent,
@@ -80,6 +80,7 @@ LEASE_S = 60.0
 FAILOVER_S = 300.0
 RUN_FILE = "run.json"
 CLUSTER_FILE = "cluster.json"
+BEFORE_RECORD = frozenset({"plan.json", RUN_FILE, "workflow", "redis"})  # what a run writes before Redis has it
 LEASE_FILE = "cluster-{pid}.lease"  # the pid of the `plastic run` that started the cluster
 
 
@@ -313,10 +314,7 @@ def execute(request: RunRequest, display: Display | None = None,
             redis = RunRedis.open(None, run_dir)
             cleanups.append(redis.close)
         store, redis_url = redis.store, redis.url
-        fields = {"workflow": str(request.workflow.resolve()),
-                  "job": "" if request.job is None else str(request.job.resolve()),
-                  "run_dir": str(run_dir), "outdir": str(request.outdir.resolve()),
-                  "plan_usd_per_hour": plan.usd_per_hour, "pid": os.getpid()}
+        fields = _run_fields(request, run_dir, plan)
         existing = store.get_run(run_id)
         if existing is None:
             store.create_run(run_id, fields=fields)
@@ -329,6 +327,14 @@ def execute(request: RunRequest, display: Display | None = None,
                          notes, display, on_started, restart=False)
     finally:
         _stop_all(cleanups)
+
+
+def _run_fields(request: RunRequest, run_dir: Path, plan: Plan) -> dict[str, Any]:
+    """The run's fields in Redis as `plastic run` sets them going PLANNING."""
+    return {"workflow": str(request.workflow.resolve()),
+            "job": "" if request.job is None else str(request.job.resolve()),
+            "run_dir": str(run_dir), "outdir": str(request.outdir.resolve()),
+            "plan_usd_per_hour": plan.usd_per_hour, "pid": os.getpid()}
 
 
 def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str], display: Display,
@@ -549,17 +555,24 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         redis = RunRedis.open(request.redis_url, run_dir)
         cleanups.append(redis.close)
         store, url = redis.store, redis.url
+        plan = plan_from_json(json.loads((run_dir / "plan.json").read_text(encoding="utf-8")),
+                              source=str(run_dir / "plan.json"))
         record = store.get_run(run_id)
-        if record is None:
-            raise InputError(f"run {run_id} is not in Redis at {redact(url)}", source=str(run_dir))
-        pid = int(record.fields.get("pid") or 0)
+        pid = 0 if record is None else int(record.fields.get("pid") or 0)
         if pid and pid != os.getpid() and pid_alive(pid):
             raise InputError(f"run {run_id} is still running (pid {pid})", source=str(run_dir))
+        if record_again(None if record is None else record.state,
+                        started=any(p.name not in BEFORE_RECORD for p in run_dir.iterdir())):
+            fields = _run_fields(request, run_dir, plan)
+            if record is None:
+                store.create_run(run_id, fields=fields)
+            store.transition_run(run_id, RunState.PLANNING, expected=RunState.SUBMITTED, fields=fields)
+            record = store.get_run(run_id)
+        if record is None:
+            raise InputError(f"run {run_id} is not in Redis at {redact(url)}", source=str(run_dir))
         if record.state not in RESUMABLE:
             raise InputError(f"run {run_id} is {record.state}: nothing to resume", source=str(run_dir))
         store.set_run_fields(run_id, {"pid": os.getpid()})
-        plan = plan_from_json(json.loads((run_dir / "plan.json").read_text(encoding="utf-8")),
-                              source=str(run_dir / "plan.json"))
         lowered = lower_workflow(str(request.workflow), str(run_dir / "workflow"),
                                  job_path=None if request.job is None else str(request.job))
         notes: list[str] = []

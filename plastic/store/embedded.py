@@ -375,7 +375,9 @@ def _wait_ready(handle: EmbeddedRedis, timeout: float) -> None:
         while True:
             code = handle.process.poll()
             if code is not None:
-                raise StoreError(f"redis-server exited with status {code}:\n{_log_tail(handle.data_dir)}")
+                tail = _log_tail(handle.data_dir)
+                raise StoreError(f"redis-server exited with status {code}"
+                                 + (f":\n{tail}" if tail else " before it answered, and wrote no log"))
             try:
                 if conn.ping():
                     return

@@ -63,3 +63,15 @@ def test_a_leader_that_did_not_succeed_on_a_full_disk_is_a_stopped_run_left_runn
     assert (stopped.outcome, stopped.state, stopped.exit_code) == ("stopped", RunState.RUNNING, 75)
     assert run_end(0, cancelled=False, out_of_space=True).state is RunState.SUCCEEDED  # it finished anyway
     assert run_end(None, cancelled=True, out_of_space=True).state is RunState.CANCELLED
+
+
+def test_a_run_missing_from_redis_is_recorded_again_only_if_it_started_nothing():
+    from plastic.core.recovery import record_again
+
+    assert record_again(None, started=False)
+    assert record_again(RunState.SUBMITTED, started=False)
+    assert not record_again(None, started=True)  # it had a record: this is another Redis
+    assert not record_again(RunState.SUBMITTED, started=True)
+    for state in RunState:
+        if state is not RunState.SUBMITTED:
+            assert not record_again(state, started=False)

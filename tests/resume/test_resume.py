@@ -139,6 +139,54 @@ def test_sigkill_then_resume(tmp_path, point, adopt_s):
         _check_orphans(decisions, tasks, adopt=adopt_s is None)
 
 
+def test_a_run_that_stopped_before_redis_had_it_is_resumed(tmp_path):
+    """`plastic run` writes its plan and run file, then starts its Redis: a run that stops in between
+    (here the redis-server cannot start; a SIGKILL there does the same) has no record in Redis and
+    nothing started; `plastic run --resume` records it and runs it to the end."""
+    job = tmp_path / "job.yml"
+    job.write_text("items: [1, 2, 3]\nseconds: 1\n")
+    run_dir, out = tmp_path / "run", tmp_path / "out"
+    first = subprocess.run([sys.executable, "-m", "plastic", "run", str(DATA / "slow-scatter.cwl"), str(job),
+                            "--outdir", str(out), "--run-dir", str(run_dir), "--quiet"], cwd=tmp_path,
+                           env={**_env(), "PLASTIC_REDIS_SERVER": "/bin/false"}, capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert first.returncode == 1, first.stderr
+    assert "redis-server exited with status 1 before it answered" in first.stderr
+    assert "Traceback" not in first.stderr
+    assert (run_dir / "plan.json").is_file() and (run_dir / "run.json").is_file()
+    assert not (run_dir / "cluster.json").exists() and not out.exists()
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet"], cwd=tmp_path,
+                         env=_env(), capture_output=True, text=True, timeout=150, check=False)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert (out / "joined.txt").read_text() == "item 1\nitem 2\nitem 3\n"
+    from plastic.store import Store, start_embedded
+
+    server = start_embedded(run_dir / "redis")
+    try:
+        client = server.client()
+        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+        run = Store(client).get_run(run_id)
+        assert str(run.state).endswith("SUCCEEDED") and run.fields["outdir"] == str(out.resolve())
+        client.close()
+    finally:
+        server.stop()
+    # a run that started something had its record: resumed against another Redis, it is not recorded there
+    assert not (run_dir / "jobstore").exists()  # Toil removed it; the run's logs and report tell it started
+    (run_dir / "cluster.json").unlink()
+    other = start_embedded(tmp_path / "other-redis")
+    try:
+        again = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--redis",
+                                other.url, "--quiet"], cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                               timeout=60, check=False)
+        assert again.returncode == 2 and f"run {run_id} is not in Redis at" in again.stderr, again.stderr
+        assert len(again.stderr.strip().splitlines()) == 1 and "Traceback" not in again.stderr
+        client = other.client()
+        assert Store(client).get_run(run_id) is None
+        client.close()
+    finally:
+        other.stop()
+
+
 def test_resume_after_the_failover_timeout_subscribes_anew(tmp_path):
     """The resume comes after the framework's failover timeout (2 s here): the master removed the
     framework and killed its tasks; the new leader subscribes as a new framework and runs them again."""
