@@ -151,7 +151,7 @@ class JobBook:
     # ------------------------------------------------------------ the one entry point
 
     def handle(self, event: evt.Event, now: float) -> list[Any]:
-        queue_was_empty = not self.queued()
+        queue_was_empty, back = not self.queued(), False
         out: list[Any] = []
         match event:
             case evt.JobIssued():
@@ -168,7 +168,8 @@ class JobBook:
                 self._agent_seen(event.agent, now, out)
             case evt.AgentLost():
                 self._agent_lost(event, now, out)
-            case evt.AgentsIgnored():
+            case evt.AgentsIgnored():  # agents taken back had their offers declined with a filter: revive
+                back = not event.ignored and not self.ignored.isdisjoint(event.agent_ids)
                 (self.ignored.update if event.ignored else self.ignored.difference_update)(event.agent_ids)
             case evt.NoticeReceived():
                 self._notice(event, now, out)
@@ -188,7 +189,7 @@ class JobBook:
                 self._tick(now, out)
             case _:
                 raise TypeError(f"not a JobBook event: {event!r}")
-        flow = pl.offer_flow(queue_was_empty, not self.queued(), self.suppressed)
+        flow = pl.offer_flow(queue_was_empty, not self.queued(), self.suppressed, agents_back=back)
         if flow is not None:
             self.suppressed = isinstance(flow, cmd.SuppressOffers)
             out.append(flow)

@@ -223,10 +223,12 @@ def _place_pass(offers: Sequence[Offer], queue: Sequence[PendingTask], cluster: 
                                    f"{why}, tightest fit ({o.agent.cluster or o.agent.agent_id})"))
 
 
-def offer_flow(queue_was_empty: bool, queue_is_empty: bool, suppressed: bool) -> SuppressOffers | ReviveOffers | None:
-    """SUPPRESS when the queue has run dry, REVIVE when work arrives while suppressed."""
+def offer_flow(queue_was_empty: bool, queue_is_empty: bool, suppressed: bool, *,
+               agents_back: bool = False) -> SuppressOffers | ReviveOffers | None:
+    """SUPPRESS when the queue has run dry, REVIVE when work arrives while suppressed, or when agents
+    whose offers were declined (ignored agents) may take the queued work again."""
     if queue_is_empty and not suppressed:
         return SuppressOffers()
-    if not queue_is_empty and (suppressed or queue_was_empty):
+    if not queue_is_empty and (suppressed or queue_was_empty or agents_back):
         return ReviveOffers()
     return None

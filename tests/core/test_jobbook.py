@@ -21,6 +21,7 @@ from plastic.core.jobbook_commands import (
 from plastic.core.jobbook_events import (
     AgentLost,
     AgentSeen,
+    AgentsIgnored,
     JobIssued,
     KillRequested,
     NoticeReceived,
@@ -432,3 +433,19 @@ def test_leader_kill_during_loss_ends_killed():
     e, = of(h(AgentLost("burst")), ReportJobEnd)
     assert e.outcome == "killed"
     assert not of(h.status(t, "TASK_KILLED"), ReportJobEnd)
+
+
+def test_an_ignored_agents_offers_are_declined_and_it_is_revived_when_it_takes_work_again():
+    h = Harness()
+    h(AgentsIgnored(("burst",)))
+    h.issue("j")
+    cmds = h.offer(BURST)
+    assert not of(cmds, LaunchTasks) and of(cmds, DeclineOffers) and records(cmds, "declined_ignored")
+    # taken back while work waits: its offers come now, not when the decline's filter ends
+    assert of(h(AgentsIgnored(("burst",), ignored=False)), ReviveOffers)
+    assert h.launched(h.offer(BURST)) == [("j.1", "burst")]
+    # nothing queued, or an agent that was not ignored: nothing to revive
+    h(AgentsIgnored(("burst2",)))
+    assert not of(h(AgentsIgnored(("burst2",), ignored=False)), ReviveOffers)
+    h.issue("k")
+    assert not of(h(AgentsIgnored(("core",), ignored=False)), ReviveOffers)
