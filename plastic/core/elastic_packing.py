@@ -205,11 +205,10 @@ def plan_groups(groups: Sequence[Group], shapes: Sequence[NodeShape]) -> list[Pa
         if todo:  # the rest opens a node of the same shape, for later groups to fill; right-sized at the end
             filling.append(_Filling(best, best.usable.vcpus - len(todo) * g.vcpus,
                                     best.usable.ram_mib - len(todo) * g.ram_mib, todo))
+    tail: list[PackedNode] = []
     for f in filling:
-        if not _has_room(f):
-            full.append(PackedNode(f.shape, tuple(f.tasks)))
-    tail = [PackedNode(menu.cheapest_for(node), node.tasks)
-            for node in (PackedNode(f.shape, tuple(f.tasks)) for f in filling if _has_room(f))]
+        (tail if _has_room(f) else full).append(PackedNode(menu.cheapest_for(PackedNode(f.shape, tuple(f.tasks))),
+                                                           tuple(f.tasks)))
     tail_tasks = [t for node in tail for t in node.tasks]
     if len(tail_tasks) <= PLAN_TASKS_MAX:  # few enough: the planner's packing, when it is cheaper
         repacked = plan_nodes(tail_tasks, shapes)

@@ -39,9 +39,9 @@ def toil_start(workflow_saved: bool, job_store_exists: bool) -> ToilStart:
 
 def record_again(state: RunState | None, *, started: bool) -> bool:
     """`plastic run --resume` of a run that is not in Redis (``state`` None) or still SUBMITTED there:
-    killed between writing its run file and going PLANNING, before it ``started`` anything (a cluster, a
-    job store, a log, a report), it is recorded again and goes on as `plastic run` would have.  A run that started
-    something had its record: missing, it is in another Redis, and the resume says so."""
+    killed between writing its run file and going PLANNING, before it ``started`` anything (a cluster,
+    a job store, a log, a report), it is recorded again and goes on as `plastic run` would have.  A
+    run that started something had its record: missing, it is in another Redis, and the resume says so."""
     return (state is None or state is RunState.SUBMITTED) and not started
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.core.errors import RunFailedError
+from plastic.core.lifecycle import RunState
 from plastic.store.errors import is_unavailable
 from plastic.store.urls import redact
 
@@ -86,6 +87,12 @@ class RunRedis:
                 log.warning("run %s: Redis unreachable (%s); waiting for it to record the run's end", run_id, error)
                 time.sleep(1.0)
                 self.keep_alive()
+
+    def go_planning(self, run_id: str, *, create: bool, fields: dict[str, Any]) -> None:
+        """The run (created first when ``create``) goes from SUBMITTED to PLANNING with ``fields``."""
+        if create:
+            self.store.create_run(run_id, fields=fields)
+        self.store.transition_run(run_id, RunState.PLANNING, expected=RunState.SUBMITTED, fields=fields)
 
     def close(self) -> None:
         for close in self._closers:

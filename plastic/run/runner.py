@@ -316,11 +316,9 @@ def execute(request: RunRequest, display: Display | None = None,
         store, redis_url = redis.store, redis.url
         fields = _run_fields(request, run_dir, plan)
         existing = store.get_run(run_id)
-        if existing is None:
-            store.create_run(run_id, fields=fields)
-        elif existing.state is not RunState.SUBMITTED:
+        if existing is not None and existing.state is not RunState.SUBMITTED:
             raise InputError(f"run {run_id} is already {existing.state}", source="--run-id")
-        store.transition_run(run_id, RunState.PLANNING, expected=RunState.SUBMITTED, fields=fields)
+        redis.go_planning(run_id, create=existing is None, fields=fields)
         master, local_agents, lease = _cluster(request, plan, run_dir, redis_url, notes, display, cleanups)
         store.transition_run(run_id, RunState.RUNNING, fields={"master": master})
         return _run_toil(request, plan, lowered, run_dir, run_id, redis, master, local_agents, lease,
@@ -563,10 +561,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
             raise InputError(f"run {run_id} is still running (pid {pid})", source=str(run_dir))
         if record_again(None if record is None else record.state,
                         started=any(p.name not in BEFORE_RECORD for p in run_dir.iterdir())):
-            fields = _run_fields(request, run_dir, plan)
-            if record is None:
-                store.create_run(run_id, fields=fields)
-            store.transition_run(run_id, RunState.PLANNING, expected=RunState.SUBMITTED, fields=fields)
+            redis.go_planning(run_id, create=record is None, fields=_run_fields(request, run_dir, plan))
             record = store.get_run(run_id)
         if record is None:
             raise InputError(f"run {run_id} is not in Redis at {redact(url)}", source=str(run_dir))
