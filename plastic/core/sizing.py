@@ -128,8 +128,10 @@ def _plan_waves(tasks: list[TaskSpec], shapes: Sequence[NodeShape], effort: int,
     nodes = [PackedNode(p.shape, tuple(ts)) for p, ts in zip(pool, by_node, strict=True)]
     nodes = ensure_reliable_capacity(nodes, shapes, tasks)
     widest = max((len(w) for w in sets), default=0)
-    note = (f"planned for waves ({waves.basis}): the cluster hosts each of {len(sets)} waves of tasks that can "
-            f"run at the same time; the widest has {widest} tasks; use --concurrent to plan for every task at once")
+    each = f"each of {len(sets)} waves" if len(sets) != 1 else "the one wave"
+    note = (f"planned for waves ({waves.basis}): the cluster hosts {each} of tasks that can run at the same "
+            f"time; the widest has {widest} task{'' if widest == 1 else 's'}; use --concurrent to plan for "
+            "every task at once")
     return nodes, bounds[0][0], first.strategy, len(sets), note
 
 

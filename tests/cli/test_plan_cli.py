@@ -143,6 +143,9 @@ def test_a_plan_at_its_lower_bound_is_never_printed_below_it():
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("lower bound"))
     assert "(plan is 0.0% above it)" in line, line
+    text = " ".join(res.stdout.split())  # the notes are folded to the terminal's width
+    assert "the widest has 1 task;" in text and "each of 3 waves" in text
+    assert "an elastic `plastic run` grows the cluster for the width it finds" in text
 
 
 def test_preemptible_tasks_bigger_than_the_on_demand_nodes_are_warned_of():
