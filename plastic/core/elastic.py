@@ -180,8 +180,9 @@ class ElasticController:
             self.seen[n.node_id] = n.state
             if n.state is NodeState.READY and before in (None, NodeState.PENDING):
                 ours = before is not None or n.node_id in self.created  # else: there before the controller
+                ready_at = min(n.ready_at, now) if n.ready_at is not None else now
                 out.append(NodeReady(n.node_id, n.cluster, n.instance_type, str(n.market),
-                                     max(now - n.created_at, 0.0) if ours else 0.0))
+                                     max(ready_at - n.created_at, 0.0) if ours else 0.0, now - ready_at))
             elif (n.state in (NodeState.INTERRUPTED, NodeState.GONE) and n.node_id not in self.terminated
                   and not n.released and before is not None):
                 out.append(NodeInterrupted(n.node_id, n.cluster, n.instance_type, str(n.market), str(n.state)))

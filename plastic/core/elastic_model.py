@@ -58,6 +58,7 @@ class NodeView:
     ended_at: float | None = None  # gone / interrupted since then
     released: bool = False  # terminated on the controller's decision (not lost)
     task_ends: tuple[tuple[float, Resources], ...] = ()  # its running tasks with an estimate: (end, demand)
+    ready_at: float | None = None  # when it could take work, if known (else: when the controller sees it ready)
 
     @property
     def reliable(self) -> bool:
@@ -189,6 +190,7 @@ class NodeReady(Record):
     instance_type: str
     market: str
     boot_s: float
+    seen_after_s: float = 0.0  # it was ready this long before the controller's look saw it
 
 
 @dataclass(frozen=True, slots=True)

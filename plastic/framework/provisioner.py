@@ -224,6 +224,9 @@ class Provisioner:
             idle_since = to_book(node.state_since)
             if agent_id in health.agent_since:
                 idle_since = max(health.agent_since[agent_id], health.last_busy.get(agent_id, 0.0))
+        ready_at = None  # when its agent met the framework (else when the provider says it became ready)
+        if state is NodeState.READY:
+            ready_at = book.health.agent_since.get(agent_id or "", to_book(node.state_since))
         ended = to_book(node.state_since) if state in (NodeState.GONE, NodeState.INTERRUPTED) else None
         if ended is not None and node.state not in (NodeState.GONE, NodeState.INTERRUPTED):
             ended = now  # lost as far as the framework knows; the provider has not said so yet
@@ -234,7 +237,8 @@ class Provisioner:
             if attempt is not None and estimate is not None:
                 ends.append((attempt.began_at + estimate, job.demand))
         return NodeView(node.node_id, node.cluster, node.instance_type, Market(node.market), state, capacity, price,
-                        to_book(node.created_at), used, len(jobs), idle_since, ended, task_ends=tuple(sorted(ends, key=lambda e: e[0])))
+                        to_book(node.created_at), used, len(jobs), idle_since, ended,
+                        task_ends=tuple(sorted(ends, key=lambda e: e[0])), ready_at=ready_at)
 
 
 def _progress(job: Job) -> TaskProgress:

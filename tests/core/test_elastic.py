@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -106,6 +107,22 @@ def test_free_room_and_creations_in_flight_count_as_capacity():
                   for i in ids)
     out = ctl.handle(ClusterObserved((), (CORE, *ready)), 20.0)
     assert [r["boot_s"] for r in records(out, "node_ready")] == [10.0] * len(ids)
+
+
+def test_a_nodes_boot_is_counted_to_when_it_was_ready_not_to_the_look_that_saw_it():
+    ctl = ElasticController(SHAPES)
+    (ask,) = of(ctl.handle(ClusterObserved(scatter(2), (CORE,)), 10.0), CreateNodes)
+    ctl.handle(NodesCreated(ask.request, ("n1",)), 10.5)
+    up = replace(node("n1", ask.instance_type, Market.SPOT, created_at=10.0, used=(1, 1024), running=1),
+                 ready_at=11.5)
+    (ready,) = records(ctl.handle(ClusterObserved((), (CORE, up)), 15.0), "node_ready")
+    assert (ready["boot_s"], ready["seen_after_s"]) == (1.5, 3.5)
+    ctl = ElasticController(SHAPES)
+    (ask,) = of(ctl.handle(ClusterObserved(scatter(2), (CORE,)), 16.0), CreateNodes)
+    ctl.handle(NodesCreated(ask.request, ("n2",)), 16.0)
+    unknown = node("n2", ask.instance_type, Market.SPOT, created_at=16.0, used=(1, 1024), running=1)
+    (ready,) = records(ctl.handle(ClusterObserved((), (CORE, unknown)), 20.0), "node_ready")
+    assert (ready["boot_s"], ready["seen_after_s"]) == (4.0, 0.0)  # no ready time known: the look's
 
 
 def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_is_avoided():
