@@ -178,14 +178,17 @@ class ElasticController:
             if before == n.state:
                 continue
             self.seen[n.node_id] = n.state
-            if n.state is NodeState.READY and before in (None, NodeState.PENDING):
+            came_up = n.state is NodeState.READY or (n.state is NodeState.DRAINING and n.ready_at is not None)
+            if came_up and before in (None, NodeState.PENDING):  # (a notice may come before a look sees it up)
                 ours = before is not None or n.node_id in self.created  # else: there before the controller
                 ready_at = min(n.ready_at, now) if n.ready_at is not None else now
                 out.append(NodeReady(n.node_id, n.cluster, n.instance_type, str(n.market),
                                      max(ready_at - n.created_at, 0.0) if ours else 0.0, now - ready_at))
             elif (n.state in (NodeState.INTERRUPTED, NodeState.GONE) and n.node_id not in self.terminated
                   and not n.released and before is not None):
-                out.append(NodeInterrupted(n.node_id, n.cluster, n.instance_type, str(n.market), str(n.state)))
+                ended_at = min(n.ended_at, now) if n.ended_at is not None else now
+                out.append(NodeInterrupted(n.node_id, n.cluster, n.instance_type, str(n.market), str(n.state),
+                                           now - ended_at))
                 if n.market is Market.SPOT:
                     self.interruptions.append((n.instance_type, n.market, now))
                     self.unreplaced += 1

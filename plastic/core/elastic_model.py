@@ -225,6 +225,7 @@ class NodeInterrupted(Record):
     instance_type: str
     market: str
     state: str  # interrupted / gone (lost without our decision)
+    seen_after_s: float = 0.0  # it ended this long before the controller's look saw it
 
 
 @dataclass(frozen=True, slots=True)

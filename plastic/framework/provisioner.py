@@ -225,8 +225,9 @@ class Provisioner:
             if agent_id in health.agent_since:
                 idle_since = max(health.agent_since[agent_id], health.last_busy.get(agent_id, 0.0))
         ready_at = None  # when its agent met the framework (else when the provider says it became ready)
-        if state is NodeState.READY:
-            ready_at = book.health.agent_since.get(agent_id or "", to_book(node.state_since))
+        if state in (NodeState.READY, NodeState.DRAINING):
+            ready_at = book.health.agent_since.get(agent_id or "",
+                                                   to_book(node.state_since) if state is NodeState.READY else None)
         ended = to_book(node.state_since) if state in (NodeState.GONE, NodeState.INTERRUPTED) else None
         if ended is not None and node.state not in (NodeState.GONE, NodeState.INTERRUPTED):
             ended = now  # lost as far as the framework knows; the provider has not said so yet

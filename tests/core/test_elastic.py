@@ -123,6 +123,14 @@ def test_a_nodes_boot_is_counted_to_when_it_was_ready_not_to_the_look_that_saw_i
     unknown = node("n2", ask.instance_type, Market.SPOT, created_at=16.0, used=(1, 1024), running=1)
     (ready,) = records(ctl.handle(ClusterObserved((), (CORE, unknown)), 20.0), "node_ready")
     assert (ready["boot_s"], ready["seen_after_s"]) == (4.0, 0.0)  # no ready time known: the look's
+    # up, then a notice, before a look saw it up: it was ready all the same; one noticed while booting was not
+    ctl = ElasticController(SHAPES)
+    (ask,) = of(ctl.handle(ClusterObserved(scatter(4), (CORE,)), 30.0), CreateNodes)
+    ctl.handle(NodesCreated(ask.request, ("n3", "n4")), 30.0)
+    noticed = [replace(node(i, ask.instance_type, Market.SPOT, NodeState.DRAINING, created_at=30.0), ready_at=at)
+               for i, at in (("n3", 31.0), ("n4", None))]
+    (ready,) = records(ctl.handle(ClusterObserved((), (CORE, *noticed)), 35.0), "node_ready")
+    assert (ready["node_id"], ready["boot_s"]) == ("n3", 1.0)
 
 
 def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_is_avoided():
@@ -131,12 +139,13 @@ def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_
     ctl.handle(ClusterObserved((), (CORE, *spot)), 0.0)
     gone = [node(n.node_id, "c5.large", Market.SPOT, NodeState.INTERRUPTED, ended_at=50.0) for n in spot[:1]]
     out = ctl.handle(ClusterObserved(scatter(2), (CORE, *gone, spot[1])), 50.0)
-    assert records(out, "node_interrupted")[0]["node_id"] == "b0"
+    assert [(r["node_id"], r["seen_after_s"]) for r in records(out, "node_interrupted")] == [("b0", 0.0)]
     (req,) = records(out, "node_requested")
     assert req["reason"] == "replace" and (req["instance_type"], req["market"]) == ("c5.large", "spot")
     ctl.requests.clear()  # the replacement came and went
-    gone2 = node("b1", "c5.large", Market.SPOT, NodeState.INTERRUPTED, ended_at=60.0)
+    gone2 = node("b1", "c5.large", Market.SPOT, NodeState.INTERRUPTED, ended_at=58.0)
     out = ctl.handle(ClusterObserved(scatter(2), (CORE, *gone, gone2)), 60.0)
+    assert records(out, "node_interrupted")[0]["seen_after_s"] == 2.0  # lost at 58 s, seen at 60 s
     (create,) = of(out, CreateNodes)
     assert create.instance_type != "c5.large" and create.market is Market.SPOT  # two interruptions: avoided
     ctl.requests.clear()
