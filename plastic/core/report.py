@@ -370,7 +370,7 @@ def list_field(value: Any) -> list[str]:
 def _node_event(ev: RunEvent) -> dict[str, Any]:
     keep = ("node_id", "node_ids", "cluster", "instance_type", "market", "count", "reason", "detail", "limit",
             "boot_s", "state")
-    seen_after_s = float(ev.fields.get("seen_after_s") or 0.0)  # a node ready before the look that saw it
+    seen_after_s = float(ev.fields.get("seen_after_s") or 0.0)  # it happened this long before a look saw it
     return {"at": ev.at - seen_after_s, "event": ev.kind.removeprefix("node_"),
             **{k: (list_field(v) if k == "node_ids" else v) for k, v in ev.fields.items() if k in keep}}
 
