@@ -207,8 +207,8 @@ def plan_groups(groups: Sequence[Group], shapes: Sequence[NodeShape]) -> list[Pa
                                     best.usable.ram_mib - len(todo) * g.ram_mib, todo))
     tail: list[PackedNode] = []
     for f in filling:
-        (tail if _has_room(f) else full).append(PackedNode(menu.cheapest_for(PackedNode(f.shape, tuple(f.tasks))),
-                                                           tuple(f.tasks)))
+        node = PackedNode(f.shape, tuple(f.tasks))
+        (tail if _has_room(f) else full).append(PackedNode(menu.cheapest_for(node), node.tasks))
     tail_tasks = [t for node in tail for t in node.tasks]
     if len(tail_tasks) <= PLAN_TASKS_MAX:  # few enough: the planner's packing, when it is cheaper
         repacked = plan_nodes(tail_tasks, shapes)
