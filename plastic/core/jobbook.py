@@ -86,9 +86,7 @@ class JobBook:
         self.runtimes = RuntimeHistory()
         self.max_lost_relaunches = max_lost_relaunches
         self.cluster_may_grow = cluster_may_grow
-        self.refuse_seconds = refuse_seconds
-        self.reconcile_every_s = reconcile_every_s
-        self.kill_retry_s = kill_retry_s
+        self.refuse_seconds, self.reconcile_every_s, self.kill_retry_s = refuse_seconds, reconcile_every_s, kill_retry_s
         self.adopt_s = adopt_s  # after evt.Resumed: how long a running orphan may take to finish
 
         self.jobs: dict[str, Job] = {}
@@ -467,7 +465,8 @@ class JobBook:
             else:
                 self._kill_for_notice(job, now, out)
         if self.orphans is not None:  # a resume: the previous leader's adopted tasks there
-            for step in self.orphans.on_notice(ev.agent_id, ev.terminate_at, self.notices.margin_s, now):
+            margin_s = self.notices.margin_for(ev.agent_id)
+            for step in self.orphans.on_notice(ev.agent_id, ev.terminate_at, margin_s, now):
                 out.extend(step.commands())
         self._check_unplaceable(self.queued(), now, out)
 

@@ -1,11 +1,13 @@
 """Spot notices as the JobBook (plastic.core.jobbook) sees them: a small state object, pure.
 
 A terminate notice drains the agent at once: nothing new is placed there, and each task running on
-it either stays (LeftToFinish) when its tool's runtime estimate, less the time it has run, ends
-``margin_s`` before the termination time, or is killed now (KilledForNotice) so that its job is
-requeued, counted as a preemption.  A task kept for the notice that stops fitting (it outlived its
-estimate) is killed on the next Tick.  Without an estimate a task is killed: there is nothing to
-promise a finish on.
+it either stays (LeftToFinish) when its tool's runtime estimate, less the time it has run, ends a
+margin before the termination time, or is killed now (KilledForNotice) so that its job is requeued,
+counted as a preemption.  The margin is ``margin_s`` (30 s), or a quarter of the window the notice
+leaves when that is less (AWS's 120 s notice keeps the whole 30 s; a 10 s notice of the local
+cluster keeps 2.5 s, so that a task about to end is not killed for a margin longer than the window).
+A task kept for the notice that stops fitting (it outlived its estimate) is killed on the next Tick.
+Without an estimate a task is killed: there is nothing to promise a finish on.
 
 A rebalance recommendation touches no running task; ``rebalance`` says what new work avoids the
 agent: nothing (ignore), jobs longer than ``long_task_s`` or of unknown length (avoid-long), or
@@ -31,6 +33,8 @@ RebalanceMode = Literal["ignore", "avoid-long", "drain"]
 REBALANCE_MODES: tuple[str, ...] = get_args(RebalanceMode)
 
 Estimate = Callable[[str | None], float | None]
+
+MARGIN_SHARE = 0.25  # at most this share of a notice's window is kept as the margin (30 s of AWS's 120 s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +64,18 @@ class SpotNotices:
         table[agent_id] = AgentNotice(terminate_at, now)
         return True
 
+    def margin_for(self, agent_id: str | None) -> float:
+        """The margin kept before this agent's termination time: ``margin_s``, or less for a short
+        window (MARGIN_SHARE of the time from the notice's receipt to the termination)."""
+        notice = self.draining.get(agent_id or "")
+        if notice is None:
+            return self.margin_s
+        return min(self.margin_s, MARGIN_SHARE * max(notice.terminate_at - notice.received_at, 0.0))
+
     def deadline(self, agent_id: str | None) -> float | None:
         """When a task on this agent must have ended (its terminate notice less the margin), if any."""
         notice = self.draining.get(agent_id or "")
-        return None if notice is None else notice.terminate_at - self.margin_s
+        return None if notice is None else notice.terminate_at - self.margin_for(agent_id)
 
     def notice_age_s(self, agent_id: str | None, now: float) -> float | None:
         notice = self.draining.get(agent_id or "")
@@ -83,7 +95,7 @@ class SpotNotices:
         cur = job.current
         start = cur.began_at if cur else now
         remaining = max(est - (now - start), 0.0)
-        return now + remaining + self.margin_s <= notice.terminate_at
+        return now + remaining + self.margin_for(job.agent_id) <= notice.terminate_at
 
     def is_long(self, job: Job, estimate: Estimate) -> bool:
         est = estimate(job.tool)

@@ -304,6 +304,26 @@ def test_kept_job_that_overruns_is_killed_before_the_deadline():
     assert of(h(Tick(), dt=40), KillTask) == [KillTask(t, "burst")]  # within the margin of the end
 
 
+def test_a_short_notice_keeps_a_quarter_of_its_window_as_margin():
+    """A 10 s notice (the local cluster's --notice-seconds 10) lets a task with 7 s left finish: the
+    margin is 2.5 s, not the 30 s that would kill every task at once; one with 8 s left is killed."""
+    h = Harness(estimates={"short": 11.0, "longer": 8.0}, notice_margin_s=30)
+    ends_soon = h.run("a", agent=BURST, tool="short")  # RUNNING at 4 s
+    later = h.run("b", agent=BURST, tool="longer")  # RUNNING at 8 s: a has 7 s left, b 8 s
+    cmds = h(NoticeReceived("burst", terminate_at=h.now + 10), dt=0)
+    assert of(cmds, KillTask) == [KillTask(later, "burst")]
+    assert [r["job_id"] for r in records(cmds, "let_finish")] == ["a"]
+    assert h.book.notices.margin_for("burst") == 2.5 and h.book.notices.margin_for("core") == 30
+    assert not of(h(Tick(), dt=5), KillTask)  # 2 s left, 5 s to go: still fits
+    assert of(h.status(ends_soon, "TASK_FINISHED"), ReportJobEnd)[0].outcome == "finished"
+
+
+def test_aws_two_minute_notice_keeps_the_whole_margin():
+    h = Harness(estimates={"edge": 91.0}, notice_margin_s=30)
+    t = h.run("j", agent=BURST, tool="edge")  # 90 s left + 30 s margin > 120 s: killed
+    assert of(h(NoticeReceived("burst", terminate_at=h.now + 120), dt=0), KillTask) == [KillTask(t, "burst")]
+
+
 def test_notice_deadline_passed_requeues():
     h = Harness(estimates={"long": 3600.0})
     t = h.run("j", agent=BURST, tool="long")

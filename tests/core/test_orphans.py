@@ -223,6 +223,18 @@ def test_a_terminate_notice_kills_adopted_orphans_that_would_not_end_in_time():
     assert KillTask("4.1", "a1") in cmds and KillTask("3.1", "a1") not in cmds
 
 
+def test_a_short_notice_lets_an_adopted_orphan_that_ends_in_it_finish():
+    """A 20 s window keeps a 5 s margin (a quarter), not 30 s: an orphan with 10 s left stays."""
+    book = book_with({"short": 11.0, "long": 200.0}, adopt_s=300.0, notice_margin_s=30.0)
+    book.handle(Resumed((prior("3.1", "a1", tool="short", running_s=0.0),
+                         prior("4.1", "a1", tool="long", running_s=0.0))), 0.0)
+    for task in ("3.1", "4.1"):
+        assert recs(book.handle(StatusReceived(task, "TASK_RUNNING", agent_id="a1"), 1.0), "orphan_adopted")
+    cmds = book.handle(NoticeReceived("a1", terminate_at=21.0), 1.0)
+    assert [r.fields["task"] for r in recs(cmds, "orphan_kill")] == ["4.1"]
+    assert KillTask("3.1", "a1") not in cmds
+
+
 def test_an_orphan_first_seen_running_on_a_doomed_agent_is_not_adopted_past_the_notice():
     book = JobBook(adopt_s=300.0)  # no estimates
     book.handle(Resumed((prior("3.1", "a1"),)), 0.0)
