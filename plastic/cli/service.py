@@ -40,13 +40,15 @@ def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_r
           runs_dir: Path | None) -> None:
     """Run submitted workflows (plastic submit) until interrupted."""
     from plastic.run.modes import make_private
+    from plastic.run.toil_command import check_run_dir
     from plastic.service.home import plastic_home
     from plastic.service.service import Service
     from plastic.store.urls import redact
 
+    runs_dir = (runs_dir or plastic_home() / "runs").resolve()
+    check_run_dir(runs_dir)
     user_umask = make_private()  # its home, run directories and logs: this user's only (plastic.run.modes)
     store, conn = _store(redis_url, redis_ca)
-    runs_dir = (runs_dir or plastic_home() / "runs").resolve()
     service = Service(store, conn.url, runs_dir=runs_dir, master=master, max_runs=max_runs, child_umask=user_umask)
 
     def stop(signum: int, frame: object) -> None:

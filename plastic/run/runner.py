@@ -67,7 +67,7 @@ from plastic.run.events import EventFollower
 from plastic.run.modes import private_dir, share_outputs, shared_dir
 from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
 from plastic.run.run_redis import RunRedis
-from plastic.run.toil_command import build_invocation
+from plastic.run.toil_command import build_invocation, check_run_dir, default_run_dir
 from plastic.run.watchers import SpotWatchers
 from plastic.store.urls import is_redacted, redact
 
@@ -271,13 +271,14 @@ def execute(request: RunRequest, display: Display | None = None,
         check_run_id(run_id)
     except ValueError as exc:
         raise InputError(str(exc), source="--run-id") from None
-    run_dir = (request.run_dir or Path(".plastic") / "runs" / run_id).resolve()
+    run_dir, moved = (request.run_dir.resolve(), None) if request.run_dir else default_run_dir(run_id)
+    check_run_dir(run_dir)
     existing = next(p for p in (run_dir, *run_dir.parents) if p.exists())
     if (space := DiskWatch(existing)).low(now=True):  # before anything is written
         raise space.start_error(run_dir)
     from plastic.core.plan import plan_to_json, static_risk
 
-    notes: list[str] = []
+    notes: list[str] = [moved] if moved else []
     if not request.elastic and (risk := static_risk(plan)) is not None:
         notes.append(f"warning: {risk}")
     cleanups: list[Callable[[], None]] = []
@@ -526,6 +527,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
 
     display = display or Display()
     run_dir = run_dir.resolve()
+    check_run_dir(run_dir)  # a run directory moved since (its first run could not have started)
     if (space := DiskWatch(run_dir)).low(now=True):
         raise space.start_error(run_dir)
     try:

@@ -15,6 +15,9 @@ from plastic.core.errors import InputError
 CONTAINER_ENGINES = ("docker", "podman", "singularity", "apptainer")
 RECORD_ENV = "PLASTIC_RECORD_LOG"
 REDIS_ENV = "PLASTIC_REDIS_URL"
+# What /bin/sh splits or parses in an unquoted word (bash's brace expansion too); letters of any
+# script, digits and the rest of the usual punctuation of paths are kept as they are.
+SHELL_SPECIAL = frozenset(" \t\n|&;<>()$`\\\"'*?[]{}")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,33 @@ def toil_runner() -> str:
         raise InputError("toil-cwl-runner not found: install plastic with Toil (pip install 'toil[cwl]')",
                          source="plastic run")
     return found
+
+
+def check_run_dir(run_dir: Path) -> None:
+    """Refuse a directory Toil cannot run from (a run's, or the service's runs), before anything is
+    written there.
+
+    Toil writes each job's command line (``_toil_worker NAME file:JOBSTORE ID``) without quoting the
+    job store's path and runs it through /bin/sh, on the leader and on the agents: a space splits the
+    path and a parenthesis is a syntax error, so every job fails (toil-cwl-runner alone does the same)."""
+    special = sorted({c for c in str(run_dir) if c in SHELL_SPECIAL})
+    if special:
+        shown = ", ".join({" ": "a space", "\t": "a tab", "\n": "a newline"}.get(c, repr(c)) for c in special)
+        raise InputError(f"has {shown}, which Toil's job commands do not quote: every job would fail; choose a "
+                         "directory without such characters (--run-dir, --runs-dir)", source=str(run_dir))
+
+
+def default_run_dir(run_id: str) -> tuple[Path, str | None]:
+    """A run's directory when none is given: .plastic/runs/RUN_ID here, or, when this directory's path
+    is one Toil cannot run from (check_run_dir), $PLASTIC_HOME/runs/RUN_ID, with a note why."""
+    here = (Path(".plastic") / "runs" / run_id).resolve()
+    if not any(c in SHELL_SPECIAL for c in str(here)):
+        return here, None
+    from plastic.service.home import plastic_home
+
+    elsewhere = (plastic_home() / "runs" / run_id).resolve()
+    return elsewhere, (f"this directory's path has characters Toil's job commands do not quote: the run's files "
+                       f"are in {elsewhere}")
 
 
 def needs_unchained(policy: Mapping[str, Any]) -> bool:

@@ -69,6 +69,27 @@ def test_examples_through_plastic_run(tmp_path, example):
     assert "makespan" in res.stderr and "estimated cost" in res.stderr
 
 
+def test_a_run_started_in_a_directory_with_a_space_keeps_its_files_in_plastic_home(tmp_path):
+    """The default run directory (.plastic/runs/ID here) would put a space in Toil's job commands: the
+    run goes under $PLASTIC_HOME/runs instead, says so, and succeeds; the outputs go where asked."""
+    here = tmp_path / "my project"
+    here.mkdir()
+    wf = EXAMPLES / "scatter-gather"
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(wf / "scatter-gather.cwl"), str(wf / "job.yml"),
+                          "--outdir", "results"], capture_output=True, text=True, cwd=here, timeout=TIMEOUT_S,
+                         env={**{k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"},
+                              "PLASTIC_HOME": str(tmp_path / "home")}, check=False)
+    outputs = json.loads(res.stdout) if res.returncode == 0 else None
+    assert outputs is not None, res.stderr[-3000:]
+    (run_dir,) = (tmp_path / "home" / "runs").iterdir()
+    assert f"the run's files are in {run_dir}" in res.stderr
+    assert not (here / ".plastic").exists() and (run_dir / "outputs.json").is_file()
+    expected = json.loads((wf / "expected-output.json").read_text())
+    for name, want in expected.items():
+        assert outputs[name]["checksum"] == want["checksum"]
+        assert (here / "results" / want["basename"]).stat().st_size == want["size"]
+
+
 def test_scatter_gather_placement_follows_annotations(tmp_path):
     """preempt=false steps never land on spot agents; the run's Redis holds every task FINISHED."""
     res = plastic_run(tmp_path, "scatter-gather")

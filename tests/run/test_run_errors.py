@@ -55,6 +55,25 @@ def test_bad_run_id(tmp_path):
     assert_one_line_error(res, "--run-id")
 
 
+def test_a_run_directory_toil_cannot_run_from_is_refused(tmp_path):
+    """Toil puts the job store's path unquoted in its jobs' shell commands: a space or a parenthesis
+    there fails every job (toil-cwl-runner alone too), so plastic says so before writing anything."""
+    for name, needle in (("my runs", "a space"), ("runs(1)", "'(', ')'"), ("a$b", "'$'")):
+        res = plastic("run", SG / "scatter-gather.cwl", SG / "job.yml", "--run-dir", tmp_path / name / "r",
+                      cwd=tmp_path)
+        assert_one_line_error(res, str(tmp_path / name / "r"), needle, "--run-dir")
+        assert not (tmp_path / name).exists()
+    res = plastic("run", "--resume", tmp_path, cwd=tmp_path)  # a run directory moved under such a path
+    assert res.returncode == 2
+    spaced = tmp_path / "moved here"
+    spaced.mkdir()
+    assert_one_line_error(plastic("run", "--resume", spaced, cwd=tmp_path), str(spaced), "a space")
+    assert list(spaced.iterdir()) == []
+    res = plastic("serve", "--runs-dir", tmp_path / "all (runs)", cwd=tmp_path)
+    assert_one_line_error(res, "all (runs)", "--runs-dir")
+    assert not (tmp_path / "all (runs)").exists()
+
+
 def test_unreachable_redis(tmp_path):
     """Nothing listening, or no such host: one line naming the URL (without its password), exit 2, within
     seconds, and no run directory (Redis is reached before anything of the run is written)."""
