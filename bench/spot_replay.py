@@ -197,7 +197,7 @@ def print_table(doc: dict[str, Any]) -> None:
           f"{nodes(od_plan)} = {od_per_h:.4f} $/h; plan ratio {plan_ratio:.3f} "
           f"({100 * (1 - plan_ratio):.1f}% cheaper)  (* spot)")
     print(f"{'run':<17}{'done':>5}{'failed':>7}{'makespan s':>11}{'x od':>6}{'agent-h':>9}{'cost USD':>10}"
-          f"{'x od':>7}{'notices':>8}{'requeues':>9}{'lost':>5}")
+          f"{'x od':>7}{'notices':>8}{'killed':>7}{'let end':>8}{'requeues':>9}{'lost':>5}")
     ratios = []
     for row in rows:
         r = row.get("report") or {}
@@ -209,10 +209,12 @@ def print_table(doc: dict[str, Any]) -> None:
             ratios.append(ratio)
         print(f"{row['label']:<17}{'yes' if completed(row) else 'NO':>5}{r.get('tasks_failed', 0):>7}"
               f"{r.get('makespan_s', float('nan')):>11.1f}{r.get('makespan_s', float('nan')) / base_makespan:>6.2f}"
-              f"{hours:>9.4f}{cost:>10.6f}{ratio:>7.3f}{r.get('notices', 0):>8}{r.get('requeues', 0):>9}{lost:>5}")
+              f"{hours:>9.4f}{cost:>10.6f}{ratio:>7.3f}{r.get('notices', 0):>8}{r.get('drain_kills', 0):>7}"
+              f"{r.get('let_finish', 0):>8}{r.get('requeues', 0):>9}{lost:>5}")
     seeded = [row for row in rows if row["label"].startswith("plastic seed")]
     done_share = sum(completed(row) for row in seeded) / max(len(seeded), 1)
     worst = max(ratios) if ratios else float("nan")
+    print("killed / let end: tasks a notice killed at once / let run on through it")
     print(f"completed: {sum(completed(row) for row in rows)}/{len(rows)} runs "
           f"({100 * done_share:.0f}% of the interrupted ones); `failed`: jobs the report counts failed although "
           "the workflow succeeded (a killed attempt had finished the job and it was relaunched)")
