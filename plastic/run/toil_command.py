@@ -39,6 +39,11 @@ def toil_runner() -> str:
     return found
 
 
+def shell_special(path: Path) -> list[str]:
+    """The characters of SHELL_SPECIAL in the path, each once, sorted."""
+    return sorted(set(str(path)) & SHELL_SPECIAL)
+
+
 def check_run_dir(run_dir: Path) -> None:
     """Refuse a directory Toil cannot run from (a run's, or the service's runs), before anything is
     written there.
@@ -46,8 +51,7 @@ def check_run_dir(run_dir: Path) -> None:
     Toil writes each job's command line (``_toil_worker NAME file:JOBSTORE ID``) without quoting the
     job store's path and runs it through /bin/sh, on the leader and on the agents: a space splits the
     path and a parenthesis is a syntax error, so every job fails (toil-cwl-runner alone does the same)."""
-    special = sorted({c for c in str(run_dir) if c in SHELL_SPECIAL})
-    if special:
+    if special := shell_special(run_dir):
         shown = ", ".join({" ": "a space", "\t": "a tab", "\n": "a newline"}.get(c, repr(c)) for c in special)
         raise InputError(f"has {shown}, which Toil's job commands do not quote: every job would fail; choose a "
                          "directory without such characters (--run-dir, --runs-dir)", source=str(run_dir))
@@ -57,7 +61,7 @@ def default_run_dir(run_id: str) -> tuple[Path, str | None]:
     """A run's directory when none is given: .plastic/runs/RUN_ID here, or, when this directory's path
     is one Toil cannot run from (check_run_dir), $PLASTIC_HOME/runs/RUN_ID, with a note why."""
     here = (Path(".plastic") / "runs" / run_id).resolve()
-    if not any(c in SHELL_SPECIAL for c in str(here)):
+    if not shell_special(here):
         return here, None
     from plastic.service.home import plastic_home
 
