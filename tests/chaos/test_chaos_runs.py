@@ -75,16 +75,20 @@ def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
     crossed = res.check_notice_kills()
     assert all(q["agent_id"] in noticed | res.lost_spot_agents() for q in res.of("requeue"))
     # every task on a noticed agent at its notice was either left to finish in the window or killed, once;
-    # whether any task was there depends on when the seeded draws fall against the run's tasks on a loaded
-    # machine, so the count is not asserted here (test_every_burst_agent_interrupted asserts kills happen)
-    caught = 0
+    # one left to finish that outran its estimate (a 5 s window keeps a 1.25 s margin) was killed once more,
+    # later, before the deadline.  Whether any task was there depends on when the seeded draws fall against
+    # the run's tasks on a loaded machine, so the count is not asserted here
+    caught = outran = 0
     for n in res.of("notice", notice_kind="terminate"):
         for job in n["jobs"]:
-            acts = res.of("drain_kill", job_id=job, agent_id=n["agent_id"]) + \
-                res.of("let_finish", job_id=job, agent_id=n["agent_id"])
-            assert len(acts) == 1, (n, acts)
+            kills = res.of("drain_kill", job_id=job, agent_id=n["agent_id"])
+            kept = res.of("let_finish", job_id=job, agent_id=n["agent_id"])
+            assert (len(kills), len(kept)) in ((1, 0), (0, 1), (1, 1)), (n, kills, kept)
+            if kills and kept:
+                assert kept[0]["t"] <= kills[0]["t"] < n["t"] + n["window_s"], (n, kept, kills)
+                outran += 1
         caught += len(n["jobs"])
-    assert r["drain_kills"] + r["let_finish"] == caught, r
+    assert r["drain_kills"] + r["let_finish"] == caught + outran, r
     assert r["preemptions"] == r["requeues"] >= r["drain_kills"] - crossed, r
     spot = [c for c in res.cluster_figures().values() if c["preemptible"]]
     assert sum(c["agents_lost"] for c in spot) == len(res.lost_spot_agents()) <= len(scheduled), (spot, scheduled)
@@ -114,7 +118,8 @@ def test_every_burst_agent_interrupted(tmp_path, chaos_job, chaos_plan):
     assert {n["agent_id"] for n in notices} == burst_agents and r["notices"] == len(burst_agents), r
     assert res.lost_spot_agents() == burst_agents
     assert res.cluster_figures()["burst"]["agents_lost"] == len(burst_agents)
-    assert r["drain_kills"] >= 1 and r["requeues"] >= r["drain_kills"] - res.check_notice_kills()
+    # the tasks caught were killed, or let end when their estimate fits the window (tasks of 2 s, 5 s notices)
+    assert r["drain_kills"] + r["let_finish"] >= 1 and r["requeues"] >= r["drain_kills"] - res.check_notice_kills()
     # once the framework knew of the last notice, everything was placed on, and finished on, the core
     last_notice = max(n["t"] for n in notices)
     later = [p for p in res.of("placed") if p["t"] > last_notice]
