@@ -64,18 +64,20 @@ class SpotNotices:
         table[agent_id] = AgentNotice(terminate_at, now)
         return True
 
-    def margin_for(self, agent_id: str | None) -> float:
-        """The margin kept before this agent's termination time: ``margin_s``, or less for a short
-        window (MARGIN_SHARE of the time from the notice's receipt to the termination)."""
-        notice = self.draining.get(agent_id or "")
-        if notice is None:
-            return self.margin_s
+    def _margin(self, notice: AgentNotice) -> float:
+        """``margin_s``, or less for a short window: MARGIN_SHARE of the time from the notice's receipt
+        to the termination."""
         return min(self.margin_s, MARGIN_SHARE * max(notice.terminate_at - notice.received_at, 0.0))
+
+    def margin_for(self, agent_id: str | None) -> float:
+        """The margin kept before this agent's termination time (``margin_s`` without a notice)."""
+        notice = self.draining.get(agent_id or "")
+        return self.margin_s if notice is None else self._margin(notice)
 
     def deadline(self, agent_id: str | None) -> float | None:
         """When a task on this agent must have ended (its terminate notice less the margin), if any."""
         notice = self.draining.get(agent_id or "")
-        return None if notice is None else notice.terminate_at - self.margin_for(agent_id)
+        return None if notice is None else notice.terminate_at - self._margin(notice)
 
     def notice_age_s(self, agent_id: str | None, now: float) -> float | None:
         notice = self.draining.get(agent_id or "")
@@ -95,7 +97,7 @@ class SpotNotices:
         cur = job.current
         start = cur.began_at if cur else now
         remaining = max(est - (now - start), 0.0)
-        return now + remaining + self.margin_for(job.agent_id) <= notice.terminate_at
+        return now + remaining + self._margin(notice) <= notice.terminate_at
 
     def is_long(self, job: Job, estimate: Estimate) -> bool:
         est = estimate(job.tool)

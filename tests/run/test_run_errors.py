@@ -63,9 +63,9 @@ def test_a_run_directory_toil_cannot_run_from_is_refused(tmp_path):
                       cwd=tmp_path)
         assert_one_line_error(res, str(tmp_path / name / "r"), needle, "--run-dir")
         assert not (tmp_path / name).exists()
-    res = plastic("run", "--resume", tmp_path, cwd=tmp_path)  # a run directory moved under such a path
+    res = plastic("run", "--resume", tmp_path, cwd=tmp_path)  # a safe path that holds no run: refused as before
     assert res.returncode == 2
-    spaced = tmp_path / "moved here"
+    spaced = tmp_path / "moved here"  # a run directory moved under such a path: refused for the path
     spaced.mkdir()
     assert_one_line_error(plastic("run", "--resume", spaced, cwd=tmp_path), str(spaced), "a space")
     assert list(spaced.iterdir()) == []
