@@ -160,7 +160,7 @@ def lower_workflow(workflow_path: str, out_dir: str, *, job_path: str | None = N
     """
     from plastic.cwl.glue import load_process, quiet_cwltool
     from plastic.cwl.loader import load_cwl
-    from plastic.cwl.lower_io import commit, pack
+    from plastic.cwl.lower_io import commit, pack, to_json_text
 
     out_dir = os.path.abspath(out_dir)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
@@ -178,7 +178,7 @@ def lower_workflow(workflow_path: str, out_dir: str, *, job_path: str | None = N
         plans = _plan_tools(wf.rows, _processes_by_step(process), version, _taken_names(packed),
                             source=workflow_path)
         document = _Rewriter(packed, plans, workflow_path).document()
-        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        text = to_json_text(document)
         steps = tuple(p.step for p in plans.values())
         source = os.path.abspath(workflow_path.partition("#")[0])
         policy = {"version": POLICY_VERSION, "workflow": source,

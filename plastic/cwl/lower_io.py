@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from plastic.core.errors import InputError, PlasticError, WorkflowError
@@ -30,9 +33,76 @@ LOWERED_NAME = "packed.cwl"
 POLICY_NAME = "policy.json"
 
 
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+class WrittenFloat(float):
+    """A float of the source document that keeps the text it was written as.
+
+    cwltool puts a float on a command line as ruamel writes it back: `1.23e5` in
+    a document gives `123000`, the same number written `123000.0` gives
+    `123000.0`.  The lowered document writes such a float as the source did (see
+    `to_json_text`), so a lowered tool gets the command line the original gets.
+    """
+
+    text: str
+
+    def __new__(cls, value: float, text: str) -> WrittenFloat:
+        number = super().__new__(cls, value)
+        number.text = text
+        return number
+
+    def __getnewargs__(self) -> tuple[float, str]:  # copy.deepcopy
+        return float(self), self.text
+
+
 def plain(value: Any) -> Any:
-    """ruamel's scalar subclasses -> plain JSON values."""
+    """ruamel's containers and scalar subclasses -> plain JSON values (floats as `WrittenFloat`)."""
+    from ruamel.yaml.scalarfloat import ScalarFloat
+
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, ScalarFloat):
+        return _written_float(value)
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
     return json.loads(json.dumps(value))
+
+
+def _written_float(value: Any) -> float:
+    from ruamel.yaml.representer import RoundTripRepresenter
+
+    text = RoundTripRepresenter().represent_scalar_float(value).value
+    if _JSON_NUMBER.fullmatch(text) and float(text) == float(value) and text != repr(float(value)):
+        return WrittenFloat(float(value), text)
+    return float(value)
+
+
+def to_json_text(document: Any) -> str:
+    """The lowered document as JSON text, each `WrittenFloat` written as the source wrote it."""
+    literals: dict[str, str] = {}
+    mark = f"plastic-float-{uuid.uuid4().hex}-"
+
+    def swap(node: Any) -> Any:
+        if isinstance(node, WrittenFloat):
+            key = f"{mark}{len(literals)}"
+            literals[json.dumps(key)] = node.text
+            return key
+        if isinstance(node, Mapping):
+            return {k: swap(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [swap(v) for v in node]
+        return node
+
+    text = json.dumps(swap(document), indent=2, ensure_ascii=False) + "\n"
+    if literals:
+        text = re.sub(re.escape(f'"{mark}') + r'[0-9]+"', lambda m: literals[m.group(0)], text)
+    return text
 
 
 def loading_context() -> Any:
@@ -91,6 +161,7 @@ def pack(path: str) -> dict[str, Any]:
 
     file_part, _, fragment = path.partition("#")
     uri = file_uri(os.path.abspath(file_part)) + (f"#{fragment}" if fragment else "")
+    _keep_every_object_in_place()
     try:
         lc, obj, uri = fetch_document(uri, loading_context())
         lc, uri = resolve_and_validate_document(lc, obj, uri)
@@ -100,6 +171,32 @@ def pack(path: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - cwltool raises many kinds; all mean "bad document"
         raise to_workflow_error(exc, default_source=path) from exc
     return plain(packed)
+
+
+def _keep_every_object_in_place() -> None:
+    """Turn off cwltool's last packing pass, which folds objects of one id into `$import`s.
+
+    Packing ends with a pass (`cwltool.pack.import_embed`) that turns every object
+    whose `id` (or `name`) was met before into `{"$import": id}`.  Meant for a type
+    or tool embedded twice, it also folds objects that only share a name, which
+    CWL users write often and cwltool runs (with a "previously defined" warning):
+    a step named like a workflow output became that output, a tool's output named
+    like its input became the input (cwltool issues #1277 and #2343, open), and
+    the lowered workflow had lost them.  Nor do true repeats survive lowering as
+    `$import`s: every step gets its own copy of its tool, and the ids a
+    requirement's `$import` left are dropped (plastic.cwl.lower), so a record
+    type of a SchemaDefRequirement was imported from an object no longer there.
+    So plastic's packing keeps every object where it is; a repeated type is
+    written out in full in each tool that uses it.  Idempotent; for this process
+    only (cwltool does not pack while it runs a workflow).
+    """
+    import cwltool.pack
+
+    cwltool.pack.import_embed = _leave_in_place
+
+
+def _leave_in_place(_document: Any, _seen: object = None) -> None:
+    return None
 
 
 def _stage(directory: str, name: str, text: str) -> str:

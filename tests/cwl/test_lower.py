@@ -265,6 +265,57 @@ def test_lowered_documents_validate_with_plain_cwltool(tmp_path):
         assert "Plasticity" not in res.stderr
 
 
+def test_a_step_named_like_an_output_survives_packing_and_runs(tmp_path):
+    # cwltool's packing turned the second object of a shared id into an `$import` of the first:
+    # the step `tally` became the output `tally`, and lowering failed with KeyError: 'id'
+    r = lower_workflow(str(LOWER / "shared-names.cwl"), str(tmp_path / "out"))
+    assert {s.step for s in r.steps} == {"per_text/words", "per_text/count", "tally"}
+    text = Path(r.workflow_path).read_text()
+    assert "$import" not in text
+    procs = graph(r)
+    assert [s["id"] for s in procs["main"]["steps"]] == ["#main/per_text", "#main/tally"]
+    assert [o["id"] for o in procs["main"]["outputs"]] == ["#main/counts", "#main/tally"]
+    words = procs[r.by_step()["per_text/words"].tool_id]
+    assert [p["id"].rsplit("/", 1)[1] for p in words["inputs"] + words["outputs"]] == ["words", "words"]
+    assert requirement(words, "requirements", "ResourceRequirement") == \
+        {"class": "ResourceRequirement", "coresMin": 1, "ramMin": 300}
+    res = cwltool("--no-container", "--outdir", str(tmp_path / "run"), r.workflow_path,
+                  "--texts", "a b", "--texts", "c d e", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout)
+    assert [c["checksum"] for c in got["counts"]] == ["sha1$7448d8798a4380162d4b56f9b452e2f6f9e24e7a",
+                                                      "sha1$a3db5c13ff90a36963278c6a39e4ee3c22e2a436"]
+    assert (tmp_path / "run" / "tally.txt").read_text() == "2\n3\n"
+
+
+def test_a_record_type_of_the_workflow_and_its_tool_lowers_and_runs(tmp_path):
+    # packing made the workflow's copy of the type an `$import` of the tool's, whose id lowering drops
+    # (each step has its own tool copy): "Reference '#pair-type.yml/pair' not found"
+    r = lower_workflow(str(LOWER / "schemadef-twice.cwl"), str(tmp_path / "out"),
+                       job_path=str(LOWER / "schemadef-twice-job.yml"))
+    assert "$import" not in Path(r.workflow_path).read_text()
+    res = cwltool("--no-container", "--outdir", str(tmp_path / "run"), r.workflow_path,
+                  str(LOWER / "schemadef-twice-job.yml"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert (tmp_path / "run" / "pair.txt").read_text() == "hello world\n"
+
+
+def test_floats_reach_the_command_line_as_the_source_wrote_them(tmp_path):
+    # cwltool formats a float as ruamel writes it back: the lowered JSON used to say 25000.0 for 2.5e4
+    source = LOWER / "written-floats.cwl"
+    r = lower_workflow(str(source), str(tmp_path / "out"))
+    text = Path(r.workflow_path).read_text()
+    assert '"default": 2.5e4' in text and '"default": -7.5E+3' in text
+    assert json.loads(text)["inputs"]  # still JSON
+
+    def run(path: str, name: str) -> str:
+        res = cwltool("--outdir", str(tmp_path / name), path, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return (tmp_path / name / "line.txt").read_text()
+
+    assert run(r.workflow_path, "lowered") == run(str(source), "source") == "0.000025 25000 40000.0 -7500"
+
+
 def _check_outputs(name: str, res: subprocess.CompletedProcess[str]) -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout)
