@@ -24,6 +24,13 @@ two preemptible 2-cpu / 4 GiB agents.  CWL steps are not preemptible unless a st
 ``arv:UsePreemptible`` or ``--defaultPreemptible``), so in practice every task runs on the
 reliable agent; the spot agents make the offers plastic sees look like a hybrid cluster.
 
+``--only plastic-run`` runs the suite through ``plastic run`` itself, the command a user types: each
+test is one ``plastic run TOOL JOB --outdir DIR --quiet -- RUNNER_FLAGS`` with its own local cluster,
+embedded Redis and run directory (the wrapper cwltest calls is written into the pass's TMPDIR, see
+``plastic_run_argv``).  Beside what ``--batchSystem plastic`` covers, this covers the lowering of the
+annotations (``plastic lower``), the plan, the elastic cluster and the printing of the outputs.
+``--only all`` runs the three passes.
+
 Results come from cwltest's ``--junit-xml`` (one file per batch system in ``--junit-dir``); a
 ``summary.json`` next to them holds the counts and every test's outcome.  Each pass runs with its
 own TMPDIR under the junit directory (job stores, outdirs, Toil work dirs), removed afterwards.
@@ -41,6 +48,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
@@ -59,6 +67,9 @@ from plastic.local.testing import LocalCluster
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SUITE = REPO.parent / "shared" / "cwl-v1.2"
 BATCH_SYSTEMS = ("plastic", "single_machine")
+PLASTIC_RUN = "plastic-run"
+SYSTEMS = {"both": BATCH_SYSTEMS, "all": (*BATCH_SYSTEMS, PLASTIC_RUN), "plastic": ("plastic",),
+           "single_machine": ("single_machine",), PLASTIC_RUN: (PLASTIC_RUN,)}
 RUNNER_FLAGS = ("--no-container", "--retryCount", "0", "--clean", "always", "--disableProgress")
 CLUSTER_SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": 4, "ram_mib": 16384, "preemptible": False},
@@ -179,9 +190,11 @@ def runner_env(tmpdir: Path | None = None) -> dict[str, str]:
 
 def cwltest_command(suite: Path, batch_system: str, junit: Path, *, master_url: str | None = None,
                     tags: str | None = None, jobs: int = 2, timeout: int = 180,
-                    numbers: str | None = None, verbose: bool = False) -> list[str]:
+                    numbers: str | None = None, verbose: bool = False,
+                    runner: Path | None = None) -> list[str]:
+    tool = _tool("toil-cwl-runner") if runner is None else str(runner)
     cmd = [_tool("cwltest"), "--test", str(suite / "conformance_tests.yaml"), "--tool",
-           _tool("toil-cwl-runner"), f"-j{jobs}", "--timeout", str(timeout), "--junit-xml", str(junit),
+           tool, f"-j{jobs}", "--timeout", str(timeout), "--junit-xml", str(junit),
            "--classname", batch_system]
     if tags:
         cmd += ["--tags", tags]
@@ -189,12 +202,44 @@ def cwltest_command(suite: Path, batch_system: str, junit: Path, *, master_url: 
         cmd += ["-n", numbers]
     if verbose:
         cmd += ["--verbose"]
+    if batch_system == PLASTIC_RUN:
+        return [*cmd, "--", *RUNNER_FLAGS]
     cmd += ["--", "--batchSystem", batch_system, *RUNNER_FLAGS]
     if batch_system == "plastic":
         if not master_url:
             raise ValueError("the plastic batch system needs a master URL")
         cmd += ["--plasticMaster", master_url]
     return cmd
+
+
+def plastic_run_argv(argv: Sequence[str], run_root: Path) -> list[str]:
+    """cwltest's call of a CWL runner (`[FLAGS] --outdir=DIR --quiet TOOL [JOB]`) as `plastic run`.
+
+    What comes before `--outdir=` are the runner flags (RUNNER_FLAGS, some with values): they go to
+    Toil after `--`.  Each call gets its own run directory under `run_root` (the default,
+    .plastic/runs under the working directory, would be inside the suite)."""
+    at = next((i for i, arg in enumerate(argv) if arg.startswith("--outdir=")), None)
+    if at is None:
+        raise ValueError(f"no --outdir= in the runner's arguments: {list(argv)}")
+    flags, outdir = list(argv[:at]), argv[at].split("=", 1)[1]
+    positional = [arg for arg in argv[at + 1:] if arg != "--quiet"]
+    run_root.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=run_root)) / "run"
+    return [_tool("plastic"), "run", *positional, "--outdir", outdir, "--quiet", "--run-dir", str(run_dir),
+            "--", *flags]
+
+
+def write_plastic_runner(directory: Path) -> Path:
+    """The executable cwltest is given as its --tool for the plastic-run pass."""
+    path = directory / "plastic-run-as-cwl-runner"
+    path.write_text(f"#!{sys.executable}\n"
+                    "import os, sys\n"
+                    "from pathlib import Path\n"
+                    "from bench.conformance import plastic_run_argv\n"
+                    "argv = plastic_run_argv(sys.argv[1:], Path(os.environ['TMPDIR']) / 'plastic-runs')\n"
+                    "os.execv(argv[0], argv)\n")
+    path.chmod(0o755)
+    return path
 
 
 def parse_junit(path: Path, ids: Sequence[str] | None = None) -> list[TestOutcome]:
@@ -241,8 +286,9 @@ def run_pass(suite: Path, batch_system: str, junit_dir: Path, *, master_url: str
                 with _environ(env):
                     cluster = stack.enter_context(local_cluster())
                 master_url = cluster.master_url
+            runner = write_plastic_runner(tmp) if batch_system == PLASTIC_RUN else None
             cmd = cwltest_command(suite, batch_system, junit, master_url=master_url, tags=tags, jobs=jobs,
-                                  timeout=timeout, numbers=numbers, verbose=verbose)
+                                  timeout=timeout, numbers=numbers, verbose=verbose, runner=runner)
             with open(log, "w") as fh:
                 fh.write("$ " + " ".join(cmd) + "\n")
                 fh.flush()
@@ -307,7 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-n", dest="numbers", help="only these tests (cwltest numbers within --tags, e.g. 1-5,9)")
     ap.add_argument("-j", dest="jobs", type=int, default=2, help="tests at once (default: %(default)s)")
     ap.add_argument("--timeout", type=int, default=180, help="seconds per test (default: %(default)s)")
-    ap.add_argument("--only", choices=("plastic", "single_machine", "both"), default="both")
+    ap.add_argument("--only", choices=tuple(SYSTEMS), default="both",
+                    help="both: toil-cwl-runner with plastic and with single_machine; plastic-run: `plastic run` "
+                         "itself; all: the three (default: %(default)s)")
     ap.add_argument("--junit-dir", type=Path, default=Path("conformance-results"),
                     help="junit XML, logs and summary.json go here (default: %(default)s)")
     ap.add_argument("--verbose", action="store_true", help="pass --verbose to cwltest")
@@ -317,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no conformance_tests.yaml in {suite}", file=sys.stderr)
         return 2
     junit_dir = args.junit_dir.resolve()
-    systems = BATCH_SYSTEMS if args.only == "both" else (args.only,)
+    systems = SYSTEMS[args.only]
     common = {"tags": args.tags, "jobs": args.jobs, "timeout": args.timeout, "numbers": args.numbers,
               "verbose": args.verbose}
     print(f"plastic from {Path(plastic.__file__).resolve().parent}; suite {suite}; "
@@ -334,14 +382,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(results))
     by = {r.batch_system: r for r in results}
     worse: list[TestOutcome] = []
-    if "plastic" in by and "single_machine" in by:
-        worse = regressions(by["plastic"], by["single_machine"])
-        better = regressions(by["single_machine"], by["plastic"])
-        print(f"\npass on single_machine, not on plastic: {len(worse)}")
-        for t in worse:
+    for name in ("plastic", PLASTIC_RUN):
+        if name not in by or "single_machine" not in by:
+            continue
+        worse_here = regressions(by[name], by["single_machine"])
+        better = regressions(by["single_machine"], by[name])
+        print(f"\npass on single_machine, not on {name}: {len(worse_here)}")
+        for t in worse_here:
             print(f"  {t.id}: {t.outcome} {t.message[:200]}")
         if better:
-            print(f"pass on plastic, not on single_machine: {', '.join(t.id for t in better)}")
+            print(f"pass on {name}, not on single_machine: {', '.join(t.id for t in better)}")
+        worse += [t for t in worse_here if t.id not in {w.id for w in worse}]
     summary = {"started": started.isoformat(timespec="seconds"), "suite": str(suite), "tags": args.tags,
                "numbers": args.numbers, "jobs": args.jobs, "timeout_s": args.timeout,
                "runner_flags": list(RUNNER_FLAGS), "cluster": CLUSTER_SPEC, "machine": platform.processor() or
@@ -350,7 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                        "unsupported": r.count(UNSUPPORTED), "total": r.total} for r in results],
                "plastic_only_failures": [t.id for t in worse]}
     (junit_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    if "plastic" in by and "single_machine" in by and by["plastic"].count(PASSED) < by["single_machine"].count(PASSED):
+    if "single_machine" in by and any(by[n].count(PASSED) < by["single_machine"].count(PASSED)
+                                      for n in ("plastic", PLASTIC_RUN) if n in by):
         return 1
     return 0
 

@@ -63,6 +63,20 @@ def test_problems_catches_new_failures_and_stale_known_failures() -> None:
 
 @pytest.mark.conformance
 @needs_suite
+def test_the_plastic_run_pass_turns_cwltests_call_into_plastic_run(tmp_path: Path) -> None:
+    argv = conformance.plastic_run_argv(["--no-container", "--retryCount", "0", "--outdir=/o/x", "--quiet",
+                                         "tests/t.cwl", "tests/j.json"], tmp_path / "runs")
+    run_dir = Path(argv[argv.index("--run-dir") + 1])
+    assert Path(argv[0]).name == "plastic"
+    assert argv[1:] == ["run", "tests/t.cwl", "tests/j.json", "--outdir", "/o/x", "--quiet", "--run-dir",
+                        str(run_dir), "--", "--no-container", "--retryCount", "0"]
+    assert run_dir.parent.parent == tmp_path / "runs" and not run_dir.exists()
+    assert conformance.plastic_run_argv(["--outdir=/o", "--quiet", "t.cwl"], tmp_path / "runs")[2:4] == \
+        ["t.cwl", "--outdir"]
+    with pytest.raises(ValueError, match="--outdir="):
+        conformance.plastic_run_argv(["t.cwl"], tmp_path)
+
+
 def test_required_conformance_through_plastic(tmp_path: Path) -> None:
     expected = conformance.selected_ids(SUITE, TAGS)
     stale = sorted(set(KNOWN_FAILURES) - set(expected))
