@@ -103,8 +103,9 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
         raise click.UsageError("--adopt-seconds goes with --resume RUN_DIR")
     if resume_dir is None and workflow is None:
         raise click.UsageError("missing argument WORKFLOW (or --resume RUN_DIR)")
-    if job is not None and str(job).startswith("-"):
-        raise click.UsageError(f"unexpected option {job}: put toil-cwl-runner options after --")
+    if job is not None and str(job).startswith("-") and str(job) != "-":
+        # click rejects an unknown option before `--`: this is `WORKFLOW -- TOIL-OPTIONS` without a job order
+        job, toil_args = None, (str(job), *toil_args)
     elastic_given = [name for name, value in (("--max-nodes", max_nodes), ("--idle-seconds", idle_s),
                                               ("--budget-per-hour", budget_per_hour), ("--budget-usd", budget_usd),
                                               ("--boot-seconds", boot_s), ("--refuse-spot", refuse_spot))

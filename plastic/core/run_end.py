@@ -8,13 +8,15 @@ from plastic.core.lifecycle import RunState
 
 EXIT_CANCELLED = 130  # as a shell reports SIGINT
 EXIT_STOPPED = 75  # EX_TEMPFAIL: stopped for want of disk space; `plastic run --resume` goes on
+EXIT_UNSUPPORTED = 33  # a CWL runner's "unsupported requirement" (cwltool's, Toil's): passed on as it is
 
 
 @dataclass(frozen=True, slots=True)
 class RunEnd:
     outcome: str  # succeeded | failed | cancelled | stopped
     state: RunState
-    exit_code: int  # of `plastic run`: 0, 1 (the workflow failed), 130 (cancelled), 75 (stopped)
+    exit_code: int  # of `plastic run`: 0, 1 (the workflow failed), 33 (it needs an unsupported feature),
+    # 130 (cancelled), 75 (stopped)
 
 
 def run_end(returncode: int | None, *, cancelled: bool, out_of_space: bool = False) -> RunEnd:
@@ -24,6 +26,8 @@ def run_end(returncode: int | None, *, cancelled: bool, out_of_space: bool = Fal
         return RunEnd("cancelled", RunState.CANCELLED, EXIT_CANCELLED)
     if returncode == 0:
         return RunEnd("succeeded", RunState.SUCCEEDED, 0)
+    if returncode == EXIT_UNSUPPORTED:  # what cwltest and other callers of a CWL runner look for
+        return RunEnd("failed", RunState.FAILED, EXIT_UNSUPPORTED)
     if out_of_space:
         return RunEnd("stopped", RunState.RUNNING, EXIT_STOPPED)
     return RunEnd("failed", RunState.FAILED, 1)

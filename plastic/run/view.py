@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from rich.text import Text
 from plastic.core.errors import PlasticError, RunFailedError
 from plastic.core.progress import Progress
 from plastic.core.report import RunReport
+from plastic.cwl.lower_io import POLICY_NAME
 from plastic.run.disk import OutOfSpaceError
 from plastic.run.runner import Display, RunResult
+from plastic.run.toil_log import LoggedFailure, read_failure
 
 PLAIN_EVERY_S = 5.0
 
@@ -171,23 +174,23 @@ def timeline_lines(timeline: tuple[dict, ...], started_at: float, limit: int = T
     return out
 
 
-def _last_error_line(log_path: Path) -> str:
+def _logged_failure(run_dir: Path, log_path: Path) -> LoggedFailure:
     try:
         lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
-        return ""
-    for line in reversed(lines):
-        text = line.strip()
-        if text and any(w in text for w in ("ERROR", "Error", "error", "failed", "Failed")):
-            return text[-300:]
-    return lines[-1].strip()[-300:] if lines else ""
+        return LoggedFailure()
+    try:  # the lowered tool ids -> the steps the user wrote
+        tools = json.loads((run_dir / "workflow" / POLICY_NAME).read_text(encoding="utf-8"))["tools"]
+        steps = {tool: str(entry["step"]) for tool, entry in tools.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        steps = {}
+    return read_failure(lines, steps)
 
 
 def failure(result: RunResult) -> PlasticError:
     if result.stopped:
         return OutOfSpaceError(result.stopped, source=str(result.run_dir))
     log_path = result.run_dir / "toil.log"
-    detail = _last_error_line(log_path)
-    return RunFailedError(f"workflow {result.report.outcome} (run {result.run_id}); Toil's log: {log_path}"
-                          + (f"; last error: {detail}" if detail else ""), run_id=result.run_id,
-                          exit_code=result.exit_code)
+    detail = _logged_failure(result.run_dir, log_path).describe()
+    return RunFailedError(f"workflow {result.report.outcome} (run {result.run_id})" + (f": {detail}" if detail else "")
+                          + f"; Toil's log: {log_path}", run_id=result.run_id, exit_code=result.exit_code)

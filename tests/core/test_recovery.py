@@ -55,6 +55,8 @@ def test_a_popped_submission_is_queued_again_only_when_nothing_runs_it():
 def test_run_end():
     assert (run_end(0, cancelled=False).state, run_end(0, cancelled=False).exit_code) == (RunState.SUCCEEDED, 0)
     assert (run_end(3, cancelled=False).outcome, run_end(3, cancelled=False).exit_code) == ("failed", 1)
+    # a CWL runner's "unsupported requirement" is passed on, as callers of CWL runners expect
+    assert (run_end(33, cancelled=False).state, run_end(33, cancelled=False).exit_code) == (RunState.FAILED, 33)
     assert run_end(None, cancelled=True).exit_code == 130 and run_end(0, cancelled=True).state is RunState.CANCELLED
 
 
