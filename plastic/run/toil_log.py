@@ -43,7 +43,7 @@ class LoggedFailure:
 def read_failure(lines: Sequence[str], steps_by_tool: Mapping[str, str]) -> LoggedFailure:
     """The first failed command of the log (its step, status and last line of standard error),
     why the runner refused the workflow, and the last line that says error or failed."""
-    plain = [line.strip() for line in lines]
+    plain = [_printable(line.strip()) for line in lines]
     unsupported = next((m.group(1) for line in plain if (m := _UNSUPPORTED.search(line))), "")
     last_error = next((line for line in reversed(plain) if line and any(w in line for w in _ERROR_WORDS)),
                       plain[-1] if plain else "")
@@ -55,6 +55,11 @@ def read_failure(lines: Sequence[str], steps_by_tool: Mapping[str, str]) -> Logg
                              stderr=_stderr_after(plain, at)[:LINE_CHARS], unsupported=unsupported[:LINE_CHARS],
                              last_error=last_error[-LINE_CHARS:])
     return LoggedFailure(unsupported=unsupported[:LINE_CHARS], last_error=last_error[-LINE_CHARS:])
+
+
+def _printable(text: str) -> str:
+    """A log line as one plain line of text: a tool's control characters (colours, cursor moves) as `?`."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
 def step_of(job_name: str, steps_by_tool: Mapping[str, str]) -> str:

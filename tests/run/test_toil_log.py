@@ -33,6 +33,11 @@ def test_the_first_failed_command_names_its_step_status_and_last_stderr_line():
     assert got.describe() == "step 'align' exited with status 3: genome not found: hg99"
 
 
+def test_a_tools_control_characters_do_not_reach_the_terminal():
+    got = read_failure(worker_log("plastic_align", 2, ["\x1b[31mred alert\x1b[0m\r"]), STEPS)
+    assert got.stderr == "?[31mred alert?[0m"
+
+
 def test_a_command_with_no_standard_error_is_named_by_its_status():
     got = read_failure(worker_log("plastic_qc_trim_2", 137, []), STEPS)
     assert got.describe() == "step 'qc/trim' exited with status 137"
