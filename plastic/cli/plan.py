@@ -21,11 +21,13 @@ def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_pree
     from plastic.core.errors import InputError
     from plastic.core.model import PREEMPTIBLE, RELIABLE, Workload
 
-    if not os.path.exists(input_path):
+    from plastic.cwl import document_file
+
+    if not os.path.exists(document_file(input_path)):
         raise InputError("no such file", source=input_path)
     from plastic.traces import is_wfcommons_file, load_trace
 
-    if is_wfcommons_file(input_path):
+    if document_file(input_path) == input_path and is_wfcommons_file(input_path):
         if job is not None:
             raise InputError("a WfCommons trace takes no job order", source=job, field="JOB")
         return load_trace(input_path, default_ram_mib=default_ram_mib, preempt_mode=preempt)

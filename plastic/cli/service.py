@@ -74,11 +74,12 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
            outdir: Path | None) -> None:
     """Queue WORKFLOW with JOB for `plastic serve`; prints the run id."""
     from plastic.core.errors import InputError
+    from plastic.cwl import document_file
     from plastic.cwl.loader import load_cwl
     from plastic.service.service import submission_fields
 
     for path in (workflow, job):
-        if path is not None and not path.is_file():
+        if path is not None and not Path(document_file(path)).is_file():
             raise InputError("no such file", source=str(path))
     load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
     store, conn = _store(redis_url, redis_ca)

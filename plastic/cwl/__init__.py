@@ -1,1 +1,11 @@
 """Reading annotated CWL through cwltool's loader."""
+
+from __future__ import annotations
+
+import os
+
+
+def document_file(reference: str | os.PathLike[str]) -> str:
+    """The file a CWL reference names: `wf.cwl#main` is the process `main` of `wf.cwl` (a `$graph`
+    document), as cwltool reads it; what follows the first `#` is never part of the file's name."""
+    return os.fspath(reference).partition("#")[0]

@@ -254,11 +254,12 @@ def follow_new_agents(cluster: Any) -> None:
 def execute(request: RunRequest, display: Display | None = None,
             on_started: Callable[[str, Path], None] | None = None) -> RunResult:
     """Run one workflow end to end; raises PlasticError subclasses for bad input or a failed run."""
+    from plastic.cwl import document_file
     from plastic.cwl.lower import lower_workflow
     from plastic.store import new_run_id
 
     display = display or Display()
-    if not request.workflow.is_file():
+    if not Path(document_file(request.workflow)).is_file():
         raise InputError("no such file", source=str(request.workflow))
     if request.job is not None and not request.job.is_file():
         raise InputError("no such file", source=str(request.job))

@@ -136,6 +136,19 @@ def test_cwl_example_plans_a_hybrid_cloud():
     assert node_of[merge[0]["id"]]["market"] == "on-demand"
 
 
+def test_a_process_of_a_graph_document_is_planned_by_its_fragment():
+    # cwltool's `FILE#ID`: the CWL conformance suite names half its workflows so (`scatter-wf4.cwl#main`)
+    packed = str(REPO / "tests" / "cwl" / "data" / "packed.cwl")
+    job = str(REPO / "cwl-examples" / "nested-scatter" / "job.yml")
+    whole = plan_json(str(REPO / "cwl-examples" / "nested-scatter" / "nested-scatter.cwl"), job)
+    by_fragment = plan_json(packed + "#main", job)
+    assert len(by_fragment["tasks"]) == len(whole["tasks"]) > 1
+    assert by_fragment["cost_per_hour"] == whole["cost_per_hour"]
+    assert len(plan_json(packed + "#sort-words.cwl")["tasks"]) == 1
+    assert_one_line_error(plastic("plan", packed + "#nope"), "#nope")
+    assert_one_line_error(plastic("plan", str(REPO / "nope.cwl") + "#main"), "nope.cwl#main", "no such file")
+
+
 def test_a_plan_at_its_lower_bound_is_never_printed_below_it():
     """The dynamic scatter plans one c5.large, the LP bound itself: float noise once printed '-0.0%'."""
     example = REPO / "cwl-examples" / "dynamic-scatter"

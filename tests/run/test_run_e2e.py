@@ -90,6 +90,17 @@ def test_a_run_started_in_a_directory_with_a_space_keeps_its_files_in_plastic_ho
         assert (here / "results" / want["basename"]).stat().st_size == want["size"]
 
 
+def test_a_process_of_a_graph_document_runs_by_its_fragment(tmp_path):
+    """`FILE#ID` as cwltool takes it (`plastic run` said "no such file"): the packed nested scatter."""
+    packed = REPO / "tests" / "cwl" / "data" / "packed.cwl"
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", f"{packed}#main",
+                          str(EXAMPLES / "nested-scatter" / "job.yml"), "--outdir", str(tmp_path / "out"),
+                          "--run-dir", str(tmp_path / "run"), "--quiet"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=TIMEOUT_S, check=False,
+                         env={k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"})
+    check_outputs(res, tmp_path, "nested-scatter")
+
+
 def test_scatter_gather_placement_follows_annotations(tmp_path):
     """preempt=false steps never land on spot agents; the run's Redis holds every task FINISHED."""
     res = plastic_run(tmp_path, "scatter-gather")
