@@ -20,7 +20,6 @@ def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_pree
     """A WfCommons trace or an annotated CWL document -> Workload."""
     from plastic.core.errors import InputError
     from plastic.core.model import PREEMPTIBLE, RELIABLE, Workload
-
     from plastic.cwl import document_file
 
     if not os.path.exists(document_file(input_path)):
