@@ -1,12 +1,15 @@
-"""The CWL v1.2 conformance tests tagged `required`, through toil-cwl-runner --batchSystem plastic.
+"""The CWL v1.2 conformance tests tagged `required`, through toil-cwl-runner --batchSystem plastic
+and through `plastic run` itself.
 
-cwltest runs the 84 required tests of ../shared/cwl-v1.2 (next to the repository), two at a time,
-through Toil on a local cluster (bench/conformance.py: CLUSTER_SPEC, RUNNER_FLAGS, which include
---no-container).  Every test must pass except those in KNOWN_FAILURES, which fail on
---batchSystem single_machine in this environment too, each with its reason.  A failure not in the
-list fails this test, and so does a listed test that now passes (update the list).
+cwltest runs the 84 required tests of ../shared/cwl-v1.2 (next to the repository), two at a time:
+through Toil on one local cluster (bench/conformance.py: CLUSTER_SPEC, RUNNER_FLAGS, which include
+--no-container), and through `plastic run` (each test its own local cluster, Redis and run
+directory; the annotations lowered, the plan, the elastic cluster, the printed outputs).  Every test
+must pass except those in KNOWN_FAILURES, which fail on --batchSystem single_machine in this
+environment too, each with its reason.  A failure not in the list fails this test, and so does a
+listed test that now passes (update the list).
 
-Run alone with `pytest tests/conformance` (about 5 minutes on 2 cores); deselect with
+Run alone with `pytest tests/conformance` (about 5 + 8 minutes on 2 cores); deselect with
 `-m "not conformance"`.  Skipped when ../shared/cwl-v1.2 is absent.
 """
 
@@ -77,19 +80,20 @@ def test_the_plastic_run_pass_turns_cwltests_call_into_plastic_run(tmp_path: Pat
         conformance.plastic_run_argv(["t.cwl"], tmp_path)
 
 
-def test_required_conformance_through_plastic(tmp_path: Path) -> None:
+@pytest.mark.parametrize("system", ["plastic", conformance.PLASTIC_RUN])
+def test_required_conformance_through_plastic(tmp_path: Path, system: str) -> None:
     expected = conformance.selected_ids(SUITE, TAGS)
     stale = sorted(set(KNOWN_FAILURES) - set(expected))
     assert not stale, f"KNOWN_FAILURES names tests that are not required tests of the suite: {stale}"
 
     t0 = time.monotonic()
-    result = conformance.run_pass(SUITE, "plastic", tmp_path, tags=TAGS, jobs=2, timeout=TIMEOUT_S)
+    result = conformance.run_pass(SUITE, system, tmp_path, tags=TAGS, jobs=2, timeout=TIMEOUT_S)
     elapsed = time.monotonic() - t0
-    log = tmp_path / "plastic.log"
+    log = tmp_path / f"{system}.log"
     assert [t.id for t in result.tests] == expected, \
         f"cwltest (exit {result.returncode}) did not report every required test:\n{log.read_text()[-4000:]}"
 
     found = problems(result.tests, KNOWN_FAILURES)
-    print(f"{len(expected)} required tests through plastic: {result.count(conformance.PASSED)} passed, "
+    print(f"{len(expected)} required tests through {system}: {result.count(conformance.PASSED)} passed, "
           f"{result.total - result.count(conformance.PASSED)} not ({len(KNOWN_FAILURES)} known) in {elapsed:.0f} s")
     assert not found, "\n\n".join(found)
