@@ -228,12 +228,31 @@ class World(RuleBasedStateMachine):
                     if (name, market) == (o.instance_type, o.market) and self.now - at < self.policy.hysteresis_s:
                         req = next(r for r in out if isinstance(r, NodesRequested) and r.request == o.request)
                         assert not (set(req.tasks) and set(req.tasks) <= queued), (o, req)
-        gone = {o.node_id for o in out if isinstance(o, (CordonNode, TerminateNode))} | self.cordoned
+        uncordoned = {o.node_id for o in out if isinstance(o, UncordonNode)}
+        gone = {o.node_id for o in out if isinstance(o, (CordonNode, TerminateNode))} | (self.cordoned - uncordoned)
         reliable = [n for n in live if n.market is Market.ON_DEMAND and n.node_id not in gone
                     and n.state is not NodeState.DRAINING]
         asked = any(c.market is Market.ON_DEMAND for c in creates) or any(
             r.shape.reliable for r in self.ctl.requests.values())
         assert reliable or asked, "no reliable node left and none asked for"
+
+
+def test_a_reliable_node_uncordoned_in_the_same_look_counts_as_reliable():
+    """Found by the world above (CI, 2026-11-27): the on-demand node bought for reliable work is
+    cordoned when idle, given back for new work in the look that cordons the first core node; the
+    check counted it as still cordoned (the controller kept a reliable node, the check did not see it)."""
+    state = World()
+    state.start(budget=None, max_nodes=None, seed=0, lead_s=0.0)
+    state.work_arrives(due_in=0.0, n=1, reliable=True, runtime=None, shape=(4, 8192))
+    state.observe_a_minute_later(refuse=False)
+    state.nodes_boot()
+    state.tasks_start()
+    state.a_wave_ends()
+    state.observe_a_minute_later(refuse=False)
+    state.work_arrives(due_in=0.0, n=1, reliable=False, runtime=None, shape=(4, 8192))
+    state.observe_a_minute_later(refuse=False)
+    assert not state.cordoned - {"core-0"}
+    state.teardown()
 
 
 World.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None,
