@@ -392,7 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {t.id}: {t.outcome} {t.message[:200]}")
         if better:
             print(f"pass on {name}, not on single_machine: {', '.join(t.id for t in better)}")
-        worse += [t for t in worse_here if t.id not in {w.id for w in worse}]
+        seen = {w.id for w in worse}
+        worse += [t for t in worse_here if t.id not in seen]
     summary = {"started": started.isoformat(timespec="seconds"), "suite": str(suite), "tags": args.tags,
                "numbers": args.numbers, "jobs": args.jobs, "timeout_s": args.timeout,
                "runner_flags": list(RUNNER_FLAGS), "cluster": CLUSTER_SPEC, "machine": platform.processor() or

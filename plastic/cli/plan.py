@@ -22,11 +22,12 @@ def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_pree
     from plastic.core.model import PREEMPTIBLE, RELIABLE, Workload
     from plastic.cwl import document_file
 
-    if not os.path.exists(document_file(input_path)):
+    file = document_file(input_path)
+    if not os.path.exists(file):
         raise InputError("no such file", source=input_path)
     from plastic.traces import is_wfcommons_file, load_trace
 
-    if document_file(input_path) == input_path and is_wfcommons_file(input_path):
+    if file == input_path and is_wfcommons_file(input_path):  # a trace has no `#ID`
         if job is not None:
             raise InputError("a WfCommons trace takes no job order", source=job, field="JOB")
         return load_trace(input_path, default_ram_mib=default_ram_mib, preempt_mode=preempt)

@@ -29,6 +29,7 @@ from schema_salad.exceptions import SchemaSaladException
 
 from plastic.core.annotations import PLASTIC_NAMESPACE, PLASTICITY_CLASS
 from plastic.core.errors import AnnotationError, WorkflowError
+from plastic.cwl import document_file, document_uri
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +140,7 @@ def display_path(location: str) -> str:
     path = location
     if location.startswith("file://"):
         path = urllib.parse.unquote(urllib.parse.urlsplit(location).path)
-    path = path.split("#", 1)[0]
-    absolute = os.path.abspath(path)
+    absolute = os.path.abspath(document_file(path))
     cwd = os.getcwd()
     if absolute == cwd or absolute.startswith(cwd + os.sep):
         return os.path.relpath(absolute, cwd)
@@ -150,17 +150,15 @@ def display_path(location: str) -> str:
 def load_process(path: str) -> Process:
     """Load, validate and update a CWL document with cwltool."""
     from cwltool.load_tool import load_tool
-    from schema_salad.ref_resolver import file_uri
 
-    file_part, _, fragment = path.partition("#")  # "packed.cwl#tool" picks one process
+    file_part = document_file(path)  # "packed.cwl#tool" picks one process
     if not os.path.exists(file_part):
         raise WorkflowError("no such file", source=path, field="file")
     if os.path.isdir(file_part):
         raise WorkflowError("is a directory, not a CWL document", source=path, field="file")
     ensure_extension_registered()
-    uri = file_uri(os.path.abspath(file_part)) + (f"#{fragment}" if fragment else "")
     try:
-        return load_tool(uri, new_loading_context())
+        return load_tool(document_uri(path), new_loading_context())
     except StopIteration:
         raise WorkflowError("empty document", source=path, field="document") from None
     except Exception as exc:  # noqa: BLE001 - cwltool raises many kinds; all mean "bad document"

@@ -96,6 +96,7 @@ from urllib.parse import urlsplit
 from plastic.core.annotations import ARVADOS_USE_PREEMPTIBLE, PLASTICITY_CLASS
 from plastic.core.errors import InputError, WorkflowError
 from plastic.core.model import Preempt
+from plastic.cwl import document_file
 from plastic.cwl.lower_io import LOWERED_NAME, POLICY_NAME, plain
 
 POLICY_VERSION = "plastic.policy/v1"
@@ -170,7 +171,7 @@ def lower_workflow(workflow_path: str, out_dir: str, *, job_path: str | None = N
         wf = load_cwl(workflow_path, job_path, infer_preempt=infer_preempt)
         real_targets = {os.path.realpath(t) for t in targets}
         for given, what in ((workflow_path, "workflow"), (job_path, "job order")):
-            if given is not None and os.path.realpath(given.partition("#")[0]) in real_targets:
+            if given is not None and os.path.realpath(document_file(given)) in real_targets:
                 raise InputError(f"the output would overwrite the {what}", source=given, field="--outdir")
         process = load_process(workflow_path)  # cached by cwltool: cheap after load_cwl
         packed = pack(workflow_path)
@@ -180,7 +181,7 @@ def lower_workflow(workflow_path: str, out_dir: str, *, job_path: str | None = N
         document = _Rewriter(packed, plans, workflow_path).document()
         text = to_json_text(document)
         steps = tuple(p.step for p in plans.values())
-        source = os.path.abspath(workflow_path.partition("#")[0])
+        source = os.path.abspath(document_file(workflow_path))
         policy = {"version": POLICY_VERSION, "workflow": source,
                   "tools": {s.tool_id: s.to_policy() for s in steps}}
         commit(out_dir, text, json.dumps(policy, indent=2) + "\n", workflow_path)

@@ -155,15 +155,13 @@ def pack(path: str) -> dict[str, Any]:
     """cwltool's packed form of the document: one `$graph`, `#main` first-class."""
     from cwltool.load_tool import fetch_document, resolve_and_validate_document
     from cwltool.pack import pack as cwltool_pack
-    from schema_salad.ref_resolver import file_uri
 
+    from plastic.cwl import document_uri
     from plastic.cwl.glue import to_workflow_error
 
-    file_part, _, fragment = path.partition("#")
-    uri = file_uri(os.path.abspath(file_part)) + (f"#{fragment}" if fragment else "")
     _keep_every_object_in_place()
     try:
-        lc, obj, uri = fetch_document(uri, loading_context())
+        lc, obj, uri = fetch_document(document_uri(path), loading_context())
         lc, uri = resolve_and_validate_document(lc, obj, uri)
         packed = cwltool_pack(lc, uri)
     except PlasticError:
