@@ -12,6 +12,7 @@ import click
 
 from plastic.cli.redis_opts import redis_options
 from plastic.cli.redis_opts import redis_url as checked_url
+from plastic.core.lifecycle import TaskState
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,25 @@ def _ago(t: float) -> str:
     return f"{s:.0f} s ago" if s < 120 else (f"{s / 60:.0f} min ago" if s < 7200 else f"{s / 3600:.1f} h ago")
 
 
+_NUMBERS = {"makespan_s": "makespan s", "cost_usd": "cost USD"}  # run fields shown as numbers, their columns
+_LAST_EVENTS = 5
+
+
+def _number(text: str | None, key: str) -> str:
+    """A run's number field as people read it: seconds to a tenth, dollars to three significant digits."""
+    try:
+        value = float(text or "")
+    except ValueError:
+        return text or ""
+    return f"{value:.1f}" if key == "makespan_s" else f"{value:.3g}"
+
+
+def _done(counts) -> str:
+    """Finished tasks of the tasks the run has seen so far, e.g. ``7/9``; empty before the first."""
+    seen = sum(counts.values())
+    return f"{counts.get(TaskState.FINISHED, 0)}/{seen}" if seen else ""
+
+
 @click.command("status")
 @click.argument("run_id", required=False)
 @_redis_option
@@ -138,11 +158,12 @@ def status(run_id: str | None, redis_url: str | None, redis_ca: str | None, fmt:
                                         **r.fields} for r in runs], indent=2))
                 return
             table = Table(title=f"{len(runs)} runs")
-            for col in ("run", "state", "workflow", "since", "makespan s", "cost USD"):
-                table.add_column(col)
+            for col in ("run", "state", "workflow", "since", "tasks done", "makespan s", "cost USD"):
+                table.add_column(col, justify="right" if col in ("tasks done", *_NUMBERS.values()) else "left")
             for r in runs:
                 table.add_row(r.id, str(r.state), Path(r.fields.get("workflow", "")).name, _ago(r.state_at),
-                              r.fields.get("makespan_s", "")[:8], r.fields.get("cost_usd", "")[:10])
+                              _done(store.task_counts(r.id)),
+                              *(_number(r.fields.get(key), key) for key in _NUMBERS))
             console.print(table)
             return
         run = _existing_run(store, run_id)
@@ -152,19 +173,24 @@ def status(run_id: str | None, redis_url: str | None, redis_ca: str | None, fmt:
                                    "fields": run.fields, "tasks": counts}, indent=2))
             return
         console.print(f"run {run.id}: [bold]{run.state}[/bold] since {_ago(run.state_at)}")
-        for key in ("workflow", "job", "outdir", "run_dir", "master", "error", "makespan_s", "cost_usd"):
+        for key in ("workflow", "job", "outdir", "run_dir", "master", "error", *_NUMBERS):
             if run.fields.get(key):
-                console.print(f"  {key}: {run.fields[key]}", highlight=False)
+                console.print(f"  {key}: {_number(run.fields[key], key)}", highlight=False)
         console.print("  tasks: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none yet"))
         if run.fields.get("run_dir"):
             console.print(f"  picture: plastic report {run.id} --html report.html", highlight=False)
+        last = store.last_events(run_id, _LAST_EVENTS)
+        if last:
+            console.print(f"  last {len(last)} events (all: plastic logs {run.id}):", highlight=False)
+            for ev in last:
+                console.print("    " + _event_line(ev), highlight=False, markup=False, soft_wrap=True)
     finally:
         conn.close()
 
 
 def _event_line(ev) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(ev.at)) + f".{int(ev.at * 1000) % 1000:03d}"
-    fields = " ".join(f"{k}={v}" for k, v in ev.fields.items())
+    fields = " ".join(f"{k}={v}" for k, v in ev.fields.items() if k != "at")  # the stamp says when
     return f"{stamp} {ev.type} {fields}".rstrip()
 
 

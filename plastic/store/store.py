@@ -406,6 +406,11 @@ class Store:
         follow a stream by passing the last id read as the next ``since``."""
         return self._read_stream(self.keys.events(run_id), since, count, block_ms)
 
+    def last_events(self, run_id: str | None, count: int) -> list[Event]:
+        """The newest ``count`` events of the run's stream, oldest first (what `plastic status RUN` shows)."""
+        entries = self.client.xrevrange(self.keys.events(run_id), count=count)
+        return [Event.from_entry(entry_id, raw) for entry_id, raw in reversed(entries)]
+
     # ------------------------------------------------------------------ runtime history
 
     def record_runtime(self, tool: str, seconds: float, *, pipeline: Pipeline | None = None) -> None:

@@ -154,6 +154,15 @@ def test_serve_runs_a_submission_end_to_end(home, tmp_path):
         assert stat.S_IMODE((home / "runs").stat().st_mode) == stat.S_IMODE(log.parent.stat().st_mode) == 0o700
         assert stat.S_IMODE((out / "sorted.txt").stat().st_mode) == 0o666 & ~umask
         assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
+        finished = json.loads(doc.stdout)["tasks"]["FINISHED"]
+        fields = json.loads(doc.stdout)["fields"]
+        row = next(line for line in cli(home, "status").stdout.splitlines() if run_id in line)
+        assert f"{finished}/{finished}" in row, row  # tasks done of the tasks seen
+        assert f"{float(fields['makespan_s']):.1f}" in row and f"{float(fields['cost_usd']):.3g}" in row, row
+        one = cli(home, "status", run_id).stdout
+        assert f"makespan_s: {float(fields['makespan_s']):.1f}\n" in one, one
+        last = one.split("last 5 events")[1].splitlines()[1:]
+        assert len(last) == 5 and "to=SUCCEEDED" in last[-1] and " at=" not in one, one
         events = cli(home, "logs", run_id)
         assert events.returncode == 0
         kinds = {line.split()[1] for line in events.stdout.splitlines() if len(line.split()) > 1}

@@ -20,6 +20,14 @@ def test_append_and_read_since(store, run_id):
     assert len(store.read_events(run_id, count=2)) == 2
 
 
+def test_last_events_are_the_newest_oldest_first(store, run_id):
+    ids = [store.append_event(run_id, "placed", {"task": f"t{i}"}) for i in range(5)]
+    assert [e.id for e in store.last_events(run_id, 3)] == ids[2:]
+    assert [e.fields["task"] for e in store.last_events(run_id, 2)] == ["t3", "t4"]
+    assert [e.type for e in store.last_events(run_id, 100)][:1] == ["run_created"]
+    assert store.last_events("r-none", 3) == []
+
+
 def test_streams_are_per_run(store, run_id):
     other = store.create_run()
     store.append_event(run_id, "declined")
