@@ -209,7 +209,7 @@ class ElasticController:
             fits = sum(1 for t in obs.queued if _holds(n, t))
             if fits:  # work came while it was cordoned: keep it for that work
                 out.append(UncordonNode(n.node_id, f"{fits} queued task(s) fit it"))
-                out.append(NodeUncordoned(n.node_id, fits))
+                out.append(NodeUncordoned(n.node_id, fits, n.cluster, n.instance_type, str(n.market)))
                 continue
             idle_s = now - n.idle_since if n.idle_since is not None else 0.0
             self.terminated.add(n.node_id)
@@ -373,7 +373,7 @@ class ElasticController:
                 reliable_left -= 1
             self.cordoned[n.node_id] = now
             out.append(CordonNode(n.node_id, f"idle for {now - n.idle_since:.0f} s"))
-            out.append(NodeCordoned(n.node_id, now - n.idle_since))
+            out.append(NodeCordoned(n.node_id, now - n.idle_since, n.cluster, n.instance_type, str(n.market)))
 
 
 

@@ -198,6 +198,9 @@ class NodeCordoned(Record):
     kind: ClassVar[str] = "node_cordoned"
     node_id: str
     idle_s: float
+    cluster: str = ""
+    instance_type: str = ""
+    market: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +208,9 @@ class NodeUncordoned(Record):
     kind: ClassVar[str] = "node_uncordoned"
     node_id: str
     tasks: int  # queued tasks that fit it
+    cluster: str = ""
+    instance_type: str = ""
+    market: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -353,8 +353,8 @@ def agent_windows(agents: Sequence[AgentSpan], events: Sequence[RunEvent], start
     return out
 
 
-NODE_KINDS = frozenset({"node_requested", "node_created", "node_ready", "node_cordoned", "node_released",
-                        "node_interrupted", "create_refused", "growth_stopped"})
+NODE_KINDS = frozenset({"node_requested", "node_created", "node_ready", "node_cordoned", "node_uncordoned",
+                        "node_released", "node_interrupted", "create_refused", "growth_stopped"})
 
 
 def list_field(value: Any) -> list[str]:
@@ -369,7 +369,7 @@ def list_field(value: Any) -> list[str]:
 
 def _node_event(ev: RunEvent) -> dict[str, Any]:
     keep = ("node_id", "node_ids", "cluster", "instance_type", "market", "count", "reason", "detail", "limit",
-            "boot_s", "state")
+            "boot_s", "state", "tasks")
     seen_after_s = float(ev.fields.get("seen_after_s") or 0.0)  # it happened this long before a look saw it
     return {"at": ev.at - seen_after_s, "event": ev.kind.removeprefix("node_"),
             **{k: (list_field(v) if k == "node_ids" else v) for k, v in ev.fields.items() if k in keep}}

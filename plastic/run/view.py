@@ -141,8 +141,10 @@ def _node_text(e: dict) -> tuple[str, int]:
         return f"{where} released: {e.get('reason')}", 1
     if kind == "interrupted":
         return f"{where} {'interrupted' if e.get('state') == 'interrupted' else 'lost'}", 1
-    if kind == "cordoned":
-        return "cordoned (idle, no new work)", 1
+    if kind == "cordoned":  # records before 2026-11-27 did not say where
+        return (f"{where} cordoned: idle, no new work" if e.get("cluster") else "cordoned (idle, no new work)"), 1
+    if kind == "uncordoned":
+        return f"{where} given back: {e.get('tasks')} queued task(s) fit it", 1
     if kind == "create_refused":
         return f"creation of {e.get('instance_type')} {e.get('market')} refused: {e.get('reason')}", 0
     if kind == "growth_stopped":

@@ -94,6 +94,8 @@ def test_table_tells_the_node_timeline(tmp_path):
         {"t": start + 12.1, "kind": "node_created", "request": 1, "node_ids": ["s-2", "s-3"]},
         {"t": start + 20, "kind": "node_ready", "node_id": "s-2", "boot_s": 7.9, **spot},
         {"t": start + 20.5, "kind": "node_ready", "node_id": "s-3", "boot_s": 8.4, **spot},
+        {"t": start + 80, "kind": "node_cordoned", "node_id": "s-2", "idle_s": 60.0, **spot},
+        {"t": start + 85, "kind": "node_uncordoned", "node_id": "s-3", "tasks": 1, **spot},
         {"t": start + 90, "kind": "node_released", "node_id": "s-2", "reason": "idle for 60 s", **spot},
         # ready at 96 s, seen by the controller's look at 100 s: the timeline puts it where it happened
         {"t": start + 100, "kind": "node_ready", "node_id": "s-4", "boot_s": 0.5, "seen_after_s": 4.0, **spot},
@@ -105,10 +107,12 @@ def test_table_tells_the_node_timeline(tmp_path):
     assert res.returncode == 0, res.stderr
     out = [" ".join(line.split()) for line in res.stdout.splitlines()]
     at = out.index("node timeline (seconds from the start):")
-    assert out[at + 1:at + 7] == [
+    assert out[at + 1:at + 9] == [
         "12.0 asked for 2 x m5.large spot for burst: queued_work, 3 queued task(s) fit no node",
         "12.1 2 node(s) created",
         "20.0 2 x burst (m5.large spot) ready, boot 8 s",
+        "80.0 burst (m5.large spot) cordoned: idle, no new work",
+        "85.0 burst (m5.large spot) given back: 1 queued task(s) fit it",
         "90.0 burst (m5.large spot) released: idle for 60 s",
         "96.0 burst (m5.large spot) ready, boot 0 s",
         "98.0 burst (m5.large spot) released: idle for 60 s",

@@ -25,7 +25,9 @@ def story() -> tuple[dict, ...]:
         node(95.0, "interrupted", node_id="a2", state="gone", **SPOT),
         node(96.0, "create_refused", instance_type="c5.large", market="spot", reason="InsufficientInstanceCapacity"),
         node(97.0, "growth_stopped", limit="budget_usd", detail="projected 1.2 $"),
-        node(150.0, "cordoned", node_id="a3"),
+        node(150.0, "cordoned", node_id="a3", **SPOT),
+        node(153.0, "uncordoned", node_id="a3", tasks=2, **SPOT),
+        node(156.0, "cordoned", node_id="a3"),  # as written before cordons said where
         node(160.0, "released", node_id="a3", reason="idle for 70 s", **SPOT),
     )
 
@@ -34,7 +36,8 @@ def test_the_timeline_tells_what_happened_to_the_nodes_and_why_in_seconds_from_t
     lines = timeline_lines(story(), START)
     assert lines[0] == "node timeline (seconds from the start):"
     body = [ln.split(None, 1) for ln in lines[1:]]
-    assert [float(at) for at, _ in body] == [0.2, 0.3, 0.4, 60.1, 61.9, 90.0, 95.0, 96.0, 97.0, 150.0, 160.0]
+    assert [float(at) for at, _ in body] == [0.2, 0.3, 0.4, 60.1, 61.9, 90.0, 95.0, 96.0, 97.0, 150.0, 153.0, 156.0,
+                                                 160.0]
     text = [t for _, t in body]
     assert text[0] == "core (c5.large on-demand) ready, boot 0 s"
     assert text[1] == "asked for 3 x c5.large spot for burst-c5.large: queued_work, 6 queued task(s) fit no node"
@@ -46,8 +49,10 @@ def test_the_timeline_tells_what_happened_to_the_nodes_and_why_in_seconds_from_t
     assert text[6] == "burst-c5.large (c5.large spot) lost"
     assert text[7] == "creation of c5.large spot refused: InsufficientInstanceCapacity"
     assert text[8] == "growth stopped by budget_usd: projected 1.2 $"
-    assert text[9] == "cordoned (idle, no new work)"
-    assert text[10] == "burst-c5.large (c5.large spot) released: idle for 70 s"
+    assert text[9] == "burst-c5.large (c5.large spot) cordoned: idle, no new work"
+    assert text[10] == "burst-c5.large (c5.large spot) given back: 2 queued task(s) fit it"
+    assert text[11] == "cordoned (idle, no new work)"
+    assert text[12] == "burst-c5.large (c5.large spot) released: idle for 70 s"
 
 
 def test_a_long_timeline_is_cut_and_says_where_the_rest_is():
