@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +12,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 
-def plastic(*args: object, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`python -m plastic.cli ARGS` from the repository root (or `cwd`)."""
+def plastic(*args: object, cwd: Path | None = None, timeout: float = 120,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m plastic.cli ARGS` from the repository root (or `cwd`), with ``env`` added to the environment."""
     return subprocess.run([sys.executable, "-m", "plastic.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=timeout, check=False)
+                          cwd=cwd or REPO, timeout=timeout, check=False,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:

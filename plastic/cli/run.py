@@ -12,10 +12,10 @@ from plastic.cli.redis_opts import redis_options
 from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 
 
-@click.command("run", context_settings={"ignore_unknown_options": False})
+@click.command("run", context_settings={"ignore_unknown_options": True})
 @click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("job", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("toil_args", nargs=-1, type=click.UNPROCESSED)
+@click.argument("toil_args", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE | TOIL-OPTION]...")
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
               help="Where the workflow's output files go.")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -87,7 +87,9 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
         adopt_s: float | None) -> None:
     """Plan, run WORKFLOW with JOB through Toil on plastic, print the outputs (JSON) and a report.
 
-    Anything after `--` goes to toil-cwl-runner unchanged."""
+    After WORKFLOW [JOB]: the workflow's inputs as flags, as cwltool takes them (`--reads r.fq`; on top
+    of JOB's values), and options of toil-cwl-runner; after `--`, also an input named like an option
+    of plastic run."""
     from rich.console import Console
 
     from plastic.cli.redis_opts import redis_url as checked_url
@@ -97,15 +99,14 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
 
     make_private()  # the run directory, the job store, Redis's files: this user's only (plastic.run.modes)
 
+    if workflow is not None and str(workflow).startswith("-") and str(workflow) != "-":
+        raise click.UsageError(f"No such option: {workflow}")  # options before WORKFLOW are plastic's own
     if resume_dir is not None and (workflow is not None or toil_args):
         raise click.UsageError("--resume RUN_DIR takes no WORKFLOW, JOB or Toil options (they come from the run)")
     if adopt_s is not None and resume_dir is None:
         raise click.UsageError("--adopt-seconds goes with --resume RUN_DIR")
     if resume_dir is None and workflow is None:
         raise click.UsageError("missing argument WORKFLOW (or --resume RUN_DIR)")
-    if job is not None and str(job).startswith("-") and str(job) != "-":
-        # click rejects an unknown option before `--`: this is `WORKFLOW -- TOIL-OPTIONS` without a job order
-        job, toil_args = None, (str(job), *toil_args)
     elastic_given = [name for name, value in (("--max-nodes", max_nodes), ("--idle-seconds", idle_s),
                                               ("--budget-per-hour", budget_per_hour), ("--budget-usd", budget_usd),
                                               ("--boot-seconds", boot_s), ("--refuse-spot", refuse_spot))
@@ -162,6 +163,12 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
         _finish(result, console_, report_table, failure)
         return
     assert workflow is not None
+    from plastic.cli.inputs import take_inputs
+    from plastic.store import new_run_id
+
+    run_id = run_id or new_run_id()
+    line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
+    job, toil_args = line.job, line.toil_args
     request = RunRequest(workflow=workflow, job=job, outdir=outdir, plan_path=plan_path, master=master,
                          redis_url=redis_url, report_path=report_path, run_dir=run_dir, catalog_path=catalog_path,
                          max_agents=max_agents, interrupt_rate=interrupt_rate, notice_seconds=notice_seconds,
@@ -170,8 +177,9 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                          budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "", ec2=ec2,
                          mesos_credential=mesos_credential)
     display = RichDisplay(console, quiet=quiet)
-    result = execute(request, display,
-                     on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))
+    with line.refused_as_bad_input():
+        result = execute(request, display,
+                         on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))
     _finish(result, console, report_table, failure)
 
 

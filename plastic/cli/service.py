@@ -64,30 +64,37 @@ def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_r
         conn.close()
 
 
-@click.command("submit")
+@click.command("submit", context_settings={"ignore_unknown_options": True})
 @click.argument("workflow", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("job", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("toil_args", nargs=-1, type=click.UNPROCESSED)
+@click.argument("toil_args", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE | TOIL-OPTION]...")
 @_redis_option
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the outputs go (default: RUN_DIR/out).")
 def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_url: str | None, redis_ca: str | None,
            outdir: Path | None) -> None:
-    """Queue WORKFLOW with JOB for `plastic serve`; prints the run id."""
+    """Queue WORKFLOW with JOB for `plastic serve`; prints the run id.
+
+    After WORKFLOW [JOB], as for `plastic run`: the workflow's inputs as flags and toil-cwl-runner's options."""
+    from plastic.cli.inputs import take_inputs
     from plastic.core.errors import InputError
     from plastic.cwl import document_file
     from plastic.cwl.loader import load_cwl
     from plastic.service.service import submission_fields
+    from plastic.store import new_run_id
 
+    if str(workflow).startswith("-") and str(workflow) != "-":
+        raise click.UsageError(f"No such option: {workflow}")  # options before WORKFLOW are plastic's own
+    run_id = new_run_id()
+    line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
+    job, toil_args = line.job, line.toil_args
     for path in (workflow, job):
         if path is not None and not Path(document_file(path)).is_file():
             raise InputError("no such file", source=str(path))
-    load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
+    with line.refused_as_bad_input():
+        load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
     store, conn = _store(redis_url, redis_ca)
     try:
-        from plastic.store import new_run_id
-
-        run_id = new_run_id()
         fields = submission_fields(workflow, job, outdir or Path("."), toil_args)
         if outdir is None:
             fields["outdir"] = ""

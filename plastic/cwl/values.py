@@ -122,25 +122,12 @@ def shaped(items: Sequence[Any], shape: Sequence[int]) -> Any:
 # --- the job order -----------------------------------------------------------------------------
 
 
-def load_job_order(job_path: str, process: Any) -> dict[str, Any]:
-    """Read a job order with cwltool's loader: Files get absolute locations and sizes.
-
-    Validates it against the process's inputs (missing required input, wrong
-    type) and checks that every input file exists.
-    """
+def read_job_document(job_path: str) -> dict[str, Any]:
+    """A job order file as written, its locations made absolute by cwltool's job loader; nothing added
+    and nothing checked against a process (see `load_job_order`)."""
     from cwltool import CWL_CONTENT_TYPES
-    from cwltool.builder import INPUT_OBJ_VOCAB
     from cwltool.load_tool import jobloader_id_name, jobloaderctx
-    from cwltool.process import add_sizes, fill_in_defaults, shortname
-    from cwltool.stdfsaccess import StdFsAccess
-    from cwltool.utils import (
-        normalizeFilesDirs,
-        path_to_loc,
-        visit_files,
-        visit_files_directories,
-    )
     from schema_salad.ref_resolver import Loader, file_uri
-    from schema_salad.validate import validate_ex
 
     if not os.path.exists(job_path):
         raise WorkflowError("no such file", source=job_path, field="job order")
@@ -161,6 +148,27 @@ def load_job_order(job_path: str, process: Any) -> dict[str, Any]:
                             source=job_path, field="job order")
     job = dict(job)
     job.pop(jobloader_id_name, None)
+    return job
+
+
+def load_job_order(job_path: str, process: Any) -> dict[str, Any]:
+    """Read a job order with cwltool's loader: Files get absolute locations and sizes.
+
+    Validates it against the process's inputs (missing required input, wrong
+    type) and checks that every input file exists.
+    """
+    from cwltool.builder import INPUT_OBJ_VOCAB
+    from cwltool.process import add_sizes, fill_in_defaults, shortname
+    from cwltool.stdfsaccess import StdFsAccess
+    from cwltool.utils import (
+        normalizeFilesDirs,
+        path_to_loc,
+        visit_files,
+        visit_files_directories,
+    )
+    from schema_salad.validate import validate_ex
+
+    job = read_job_document(job_path)
     for key in [k for k in job if str(k).startswith("http://commonwl.org/cwltool#")]:
         job.pop(key)  # cwltool:overrides and the like: not plastic's business
     basedir = os.path.dirname(os.path.abspath(job_path))

@@ -143,3 +143,24 @@ def test_a_static_run_warns_of_preemptible_tasks_no_on_demand_node_holds(tmp_pat
     warned = [ln for ln in res.stderr.splitlines() if "warning:" in ln]
     assert len(warned) == 1 and "2 preemptible task(s) of big fit no on-demand node" in warned[0], res.stderr
     assert len(json.loads(res.stdout)["out"]) == 2
+
+
+def test_inputs_given_as_flags_among_toil_options(tmp_path):
+    """`plastic run WF --INPUT VALUE ...` as cwltool takes it (it said "no such option"), with an option
+    of toil-cwl-runner among them: the flags become the run's job order, the option goes to Toil."""
+    sg = EXAMPLES / "scatter-gather"
+    parts = [w for i in range(1, 13) for w in ("--parts", str(i))]
+    env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
+    env["PLASTIC_HOME"] = str(tmp_path / "home")
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(sg / "scatter-gather.cwl"),
+                          "--text", str(sg / "input.txt"), "--logLevel", "INFO", *parts,
+                          "--outdir", str(tmp_path / "out"), "--run-dir", str(tmp_path / "run"), "--quiet"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=TIMEOUT_S, check=False, env=env)
+    check_outputs(res, tmp_path, "scatter-gather")
+    job = Path(json.loads((tmp_path / "run" / "run.json").read_text())["job"])
+    assert job.parent == tmp_path / "home" / "jobs"
+    assert json.loads(job.read_text()) == {"text": {"class": "File", "location": (sg / "input.txt").as_uri()},
+                                           "parts": list(range(1, 13))}
+    assert "--logLevel INFO" in " ".join(json.loads((tmp_path / "run" / "run.json").read_text())["toil_args"])
+    plan = json.loads((tmp_path / "run" / "plan.json").read_text())  # planned with the 12 parts the flags gave
+    assert len(plan["tasks"]) >= 12, [t["id"] for t in plan["tasks"]]

@@ -89,9 +89,33 @@ def test_unreachable_redis(tmp_path):
         assert_one_line_error(res, "--redis", f"cannot reach Redis at {redact(url)}")
 
 
-def test_options_must_follow_double_dash(tmp_path: Path):
-    res = plastic("run", SG / "scatter-gather.cwl", "--bogus", cwd=tmp_path)
-    assert res.returncode == 2 and "Traceback" not in res.stderr
+def test_an_option_of_nobody_is_one_line_before_anything_starts(tmp_path: Path):
+    """After WORKFLOW, a flag is an input of the workflow or an option of toil-cwl-runner; one that is
+    neither (a typo) is refused at once, not when Toil starts after the cluster is up."""
+    home = tmp_path / "home"
+    env = {"PLASTIC_HOME": str(home)}
+    res = plastic("run", SG / "scatter-gather.cwl", "--bogus", "--run-dir", tmp_path / "r", cwd=tmp_path, env=env)
+    assert_one_line_error(res, "--bogus", "not an option of plastic, an input of scatter-gather.cwl or an option "
+                                          "of toil-cwl-runner")
+    res = plastic("run", SG / "scatter-gather.cwl", SG / "job.yml", "--", "--logLevel", "LOUD", cwd=tmp_path, env=env)
+    assert_one_line_error(res, "toil-cwl-runner options", "--logLevel", "LOUD")
+    res = plastic("run", SG / "scatter-gather.cwl", SG / "job.yml", "more.yml", cwd=tmp_path, env=env)
+    assert_one_line_error(res, "more.yml", "not an option")
+    assert not (tmp_path / "r").exists() and not (tmp_path / ".plastic").exists() and not home.exists()
+
+
+def test_bad_inputs_given_as_flags_are_one_line_and_leave_nothing(tmp_path: Path):
+    home = tmp_path / "home"
+    env = {"PLASTIC_HOME": str(home)}
+    for flags, needles in (
+            (("--text", tmp_path / "none.txt", "--parts", "1"), ("inputs on the command line", "text", "none.txt")),
+            (("--text", SG / "input.txt", "--parts", "one"), ("inputs on the command line", "--parts", "'one'")),
+            (("--parts", "1"), ("inputs on the command line", "text", "Missing required input")),
+    ):
+        res = plastic("run", SG / "scatter-gather.cwl", *flags, "--run-dir", tmp_path / "r", cwd=tmp_path, env=env)
+        assert_one_line_error(res, *needles)
+        assert not (tmp_path / "r").exists()
+        assert not (home / "jobs").exists() or not list((home / "jobs").iterdir())
 
 
 def test_resume_options_are_checked_in_one_line(tmp_path):

@@ -65,6 +65,22 @@ def test_submit_queues_a_run(home):
     assert run_id in table.stdout and "SUBMITTED" in table.stdout
 
 
+def test_submit_takes_inputs_as_flags_and_toil_options(home):
+    res = cli(home, "submit", SG / "scatter-gather.cwl", "--text", SG / "input.txt", "--parts", "1", "--parts", "2",
+              "--logLevel", "INFO")
+    assert res.returncode == 0, res.stderr
+    run_id = res.stdout.strip()
+    fields = json.loads(cli(home, "status", run_id, "--format", "json").stdout)["fields"]
+    assert fields["job"] == str(home / "jobs" / f"{run_id}.json")
+    assert json.loads(Path(fields["job"]).read_text()) == {
+        "text": {"class": "File", "location": (SG / "input.txt").as_uri()}, "parts": [1, 2]}
+    assert json.loads(fields["toil_args"]) == ["--logLevel", "INFO"]
+    bad = cli(home, "submit", SG / "scatter-gather.cwl", "--text", SG / "nowhere.txt", "--parts", "1")
+    assert_one_line_error(bad, "inputs on the command line", "nowhere.txt")
+    assert [p.name for p in (home / "jobs").iterdir()] == [f"{run_id}.json"]  # the refused one left nothing
+    assert len(json.loads(cli(home, "status", "--format", "json").stdout)) == 1
+
+
 def test_a_home_plastic_makes_is_this_users_only(tmp_path):
     home = tmp_path / "plastic"  # not there yet
     res = cli(home, "status", "--format", "json")
