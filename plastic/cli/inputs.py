@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,37 @@ def take_inputs(workflow: Path, job: Path | None, args: Sequence[str], run_id: s
     path = private_dir(plastic_home() / JOBS_DIR) / f"{run_id}.json"
     write_atomically(str(path), json.dumps(doc, indent=2, default=str) + "\n")
     return CommandLine(path, tuple(rest), made=True)
+
+
+@contextlib.contextmanager
+def job_with_flags(workflow: str, job: str | None, args: Sequence[str], command: str) -> Iterator[str | None]:
+    """For `plastic plan` and `inspect`: the job order to read, the workflow's inputs given as flags
+    made a temporary one (gone afterwards); any other word there is one line (InputError)."""
+    if job is not None and job.startswith("-") and job != "-":
+        job, args = None, (job, *args)
+    if not args:
+        yield job
+        return
+    from plastic.cwl.glue import load_process, quiet_cwltool
+    from plastic.cwl.job_flags import (
+        input_names,
+        job_order_from_flags,
+        split_input_flags,
+    )
+
+    with quiet_cwltool():
+        process = load_process(workflow)
+        flags, rest = split_input_flags(args, input_names(process))
+        if rest:
+            bad = next((w for w in rest if w.startswith("-")), rest[0])
+            raise InputError(f"{bad}: not an option of plastic {command} or an input of {Path(workflow).name}",
+                             source="command line")
+        doc = job_order_from_flags(process, flags, job)
+    with tempfile.TemporaryDirectory(prefix="plastic-inputs-") as tmp:
+        path = Path(tmp) / "inputs.json"
+        path.write_text(json.dumps(doc, default=str), encoding="utf-8")
+        with CommandLine(path, (), made=True).refused_as_bad_input():
+            yield str(path)
 
 
 def check_toil_options(args: Sequence[str], workflow: Path) -> None:

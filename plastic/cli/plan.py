@@ -16,8 +16,8 @@ PARALLEL_MIN_TASKS = 2000
 
 
 def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_preempt: bool,
-                   default_ram_mib: int, scatter_width: int):
-    """A WfCommons trace or an annotated CWL document -> Workload."""
+                   default_ram_mib: int, scatter_width: int, inputs: tuple[str, ...] = ()):
+    """A WfCommons trace or an annotated CWL document (with JOB and/or ``inputs`` as flags) -> Workload."""
     from plastic.core.errors import InputError
     from plastic.core.model import PREEMPTIBLE, RELIABLE, Workload
     from plastic.cwl import document_file
@@ -28,13 +28,15 @@ def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_pree
     from plastic.traces import is_wfcommons_file, load_trace
 
     if file == input_path and is_wfcommons_file(input_path):  # a trace has no `#ID`
-        if job is not None:
-            raise InputError("a WfCommons trace takes no job order", source=job, field="JOB")
+        if job is not None or inputs:
+            raise InputError("a WfCommons trace takes no job order", source=job or inputs[0], field="JOB")
         return load_trace(input_path, default_ram_mib=default_ram_mib, preempt_mode=preempt)
+    from plastic.cli.inputs import job_with_flags
     from plastic.cwl.loader import load_cwl
 
-    workload = load_cwl(input_path, job, infer_preempt=infer_preempt,
-                        scatter_width_assumption=scatter_width).workload()
+    with job_with_flags(input_path, job, inputs, "plan") as job:
+        workload = load_cwl(input_path, job, infer_preempt=infer_preempt,
+                            scatter_width_assumption=scatter_width).workload()
     if preempt == "infer":
         return workload
     forced = PREEMPTIBLE if preempt == "all" else RELIABLE
@@ -49,9 +51,10 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
     return value
 
 
-@click.command("plan")
+@click.command("plan", context_settings={"ignore_unknown_options": True})
 @click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
 @click.argument("job", required=False, type=click.Path(dir_okay=False))
+@click.argument("inputs", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE]...")
 @click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False),
               help="Instance catalog (YAML/JSON); default: the embedded EC2 us-east-1 catalog.")
 @click.option("--concurrent", is_flag=True, help="Pack every task at once instead of planning per wave.")
@@ -73,10 +76,14 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               show_default=True, help="compose: a docker-compose override giving the compose cluster the plan's "
                                       "agents.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the plan here (atomically).")
-def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent: bool, preempt: str,
+def plan(input_path: str, job: str | None, inputs: tuple[str, ...], catalog_path: str | None, concurrent: bool, preempt: str,
          no_infer_preempt: bool, default_ram_mib: int, scatter_width: int, budget_per_hour: float | None,
          reserve_vcpus: int, reserve_ram_mib: int, strategy: str, fmt: str, output: str | None) -> None:
-    """Size the hybrid cloud for INPUT (annotated CWL + JOB, or a WfCommons trace)."""
+    """Size the hybrid cloud for INPUT (annotated CWL + JOB, or a WfCommons trace).
+
+    The workflow's inputs may be given as flags after INPUT [JOB], as for `plastic run`."""
+    if input_path.startswith("-") and input_path != "-":
+        raise click.UsageError(f"No such option: {input_path}")
     from plastic.catalogs import load_catalog
     from plastic.core.errors import PlanningError
     from plastic.core.model import Reserve
@@ -85,7 +92,7 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
 
     catalog = load_catalog(catalog_path)
     workload = _load_workload(input_path, job, preempt=preempt, infer_preempt=not no_infer_preempt,
-                              default_ram_mib=default_ram_mib, scatter_width=scatter_width)
+                              default_ram_mib=default_ram_mib, scatter_width=scatter_width, inputs=inputs)
     options = PlanOptions(concurrent=concurrent, budget_usd_per_hour=budget_per_hour,
                           effort=1 if strategy == "seeds" else 2)
     from plastic.core.planner import one_by_one
@@ -120,20 +127,28 @@ def plan(input_path: str, job: str | None, catalog_path: str | None, concurrent:
         click.echo(text, nl=False)
 
 
-@click.command("inspect")
+@click.command("inspect", context_settings={"ignore_unknown_options": True})
 @click.argument("workflow", type=click.Path())
 @click.argument("job", required=False, type=click.Path())
+@click.argument("inputs", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE]...")
 @click.option("--no-infer-preempt", is_flag=True,
               help="Do not infer preempt=true for steps inside a scatter (reliable unless annotated).")
 @click.option("--scatter-width", type=click.IntRange(min=1), default=1, show_default=True,
               help="Assumed width of scatters whose width is known only at run time.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def inspect(workflow: str, job: str | None, no_infer_preempt: bool, scatter_width: int, fmt: str) -> None:
-    """Show how plastic reads WORKFLOW (CWL, with optional JOB order): one row per step."""
+def inspect(workflow: str, job: str | None, inputs: tuple[str, ...], no_infer_preempt: bool, scatter_width: int,
+            fmt: str) -> None:
+    """Show how plastic reads WORKFLOW (CWL, with optional JOB order): one row per step.
+
+    The workflow's inputs may be given as flags after WORKFLOW [JOB], as for `plastic run`."""
+    if workflow.startswith("-") and workflow != "-":
+        raise click.UsageError(f"No such option: {workflow}")
+    from plastic.cli.inputs import job_with_flags
     from plastic.cwl.inspect_view import render_table, to_json_text
     from plastic.cwl.loader import load_cwl
 
-    wf = load_cwl(workflow, job, infer_preempt=not no_infer_preempt, scatter_width_assumption=scatter_width)
+    with job_with_flags(workflow, job, inputs, "inspect") as job:
+        wf = load_cwl(workflow, job, infer_preempt=not no_infer_preempt, scatter_width_assumption=scatter_width)
     if fmt == "json":
         click.echo(to_json_text(wf))
         return

@@ -192,6 +192,9 @@ def _logged_failure(run_dir: Path, log_path: Path) -> LoggedFailure:
 def failure(result: RunResult) -> PlasticError:
     if result.stopped:
         return OutOfSpaceError(result.stopped, source=str(result.run_dir))
+    if result.report.outcome == "cancelled":  # Toil's last words then are only that it stopped
+        return RunFailedError(f"run {result.run_id} cancelled; its files are in {result.run_dir}",
+                              run_id=result.run_id, exit_code=result.exit_code)
     log_path = result.run_dir / "toil.log"
     detail = _logged_failure(result.run_dir, log_path).describe()
     return RunFailedError(f"workflow {result.report.outcome} (run {result.run_id})" + (f": {detail}" if detail else "")

@@ -149,6 +149,27 @@ def test_a_process_of_a_graph_document_is_planned_by_its_fragment():
     assert_one_line_error(plastic("plan", str(REPO / "nope.cwl") + "#main"), "nope.cwl#main", "no such file")
 
 
+def test_inputs_as_flags_plan_as_the_job_file_does(tmp_path):
+    """`plastic plan WF --INPUT VALUE ...` (and `inspect`) as `plastic run` takes them: the same plan as
+    the job file's; a flag that is no input, and flags for a trace, are one line."""
+    sg = REPO / "cwl-examples" / "scatter-gather"
+    parts = [w for i in range(1, 13) for w in ("--parts", str(i))]
+    by_file = plan_json(str(sg / "scatter-gather.cwl"), str(sg / "job.yml"))
+    by_flags = plan_json(str(sg / "scatter-gather.cwl"), "--text", str(sg / "input.txt"), *parts)
+    assert [t["id"] for t in by_flags["tasks"]] == [t["id"] for t in by_file["tasks"]]
+    assert by_flags["cost_per_hour"] == by_file["cost_per_hour"]
+    fewer = plan_json(str(sg / "scatter-gather.cwl"), str(sg / "job.yml"), "--parts", "1", "--parts", "2")
+    assert len(fewer["tasks"]) == 2 * 2 + 1 < len(by_file["tasks"])  # two parts (split, sort each) + merge
+    shown = plastic("inspect", sg / "scatter-gather.cwl", "--text", sg / "input.txt", "--parts", "1", "--format",
+                    "json")
+    assert shown.returncode == 0, shown.stderr
+    assert_one_line_error(plastic("plan", sg / "scatter-gather.cwl", "--text", sg / "input.txt", "--partz", "1"),
+                          "--partz", "not an option of plastic plan or an input of scatter-gather.cwl")
+    assert_one_line_error(plastic("inspect", sg / "scatter-gather.cwl", "--text", tmp_path / "none.txt"),
+                          "inputs on the command line", "none.txt")
+    assert_one_line_error(plastic("plan", TRACE, "--parts", "1"), "a WfCommons trace takes no job order")
+
+
 def test_a_plan_at_its_lower_bound_is_never_printed_below_it():
     """The dynamic scatter plans one c5.large, the LP bound itself: float noise once printed '-0.0%'."""
     example = REPO / "cwl-examples" / "dynamic-scatter"

@@ -73,6 +73,8 @@ def test_sigint_cancels_a_run_started_with_sigint_ignored(tmp_path):
     log_text = (tmp_path / "run.log").read_text(errors="replace")
     assert rc == 130, log_text[-3000:]
     assert "Traceback" not in log_text, log_text[-3000:]
+    last = [line for line in log_text.splitlines() if line.strip()][-1]
+    assert last.endswith(f"cancelled; its files are in {run_dir}") and "last error" not in last, last
     report = json.loads((run_dir / "report.json").read_text())
     assert report["outcome"] == "cancelled"
     deadline = time.monotonic() + 10
