@@ -150,7 +150,8 @@ def cluster_services() -> dict[str, dict[str, Any]]:
             "build": _build("deploy/plastic/Dockerfile", "manager"), "image": MANAGER_IMAGE, "network_mode": "host",
             "command": ["plastic", "-v", "serve", "--master", ZK_URL, "--redis", REDIS_URL, "--runs-dir",
                         f"{RUNS_IN_CONTAINER}/runs"],
-            "environment": {"PLASTIC_REDIS_URL": REDIS_URL},
+            # its home on the shared folder: a submission's job order made from flags outlives the container
+            "environment": {"PLASTIC_REDIS_URL": REDIS_URL, "PLASTIC_HOME": f"{RUNS_IN_CONTAINER}/home"},
             "volumes": [f"{RUNS_ON_HOST}:{RUNS_IN_CONTAINER}"],
             "depends_on": _healthy("master", "redis"),
             "healthcheck": _health("pgrep -f 'plastic -v serve' >/dev/null && plastic status >/dev/null"),

@@ -176,9 +176,17 @@ def test_the_master_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_p
 
 
 def test_the_manager_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_path):
+    """Submitted with the inputs as flags: the job order they make lives in the manager's home on the
+    shared folder, and the resumed run reads it again."""
     where = long_job(tmp_path, seconds=15, items=8)
-    run_id = submit(cluster, f"{where}/square-sum.cwl", f"{where}/job.yml", "/plastic-runs/out-manager-killed")
+    items = [w for i in range(1, 9) for w in ("--items", str(i))]
+    res = cluster.plastic("submit", f"{where}/square-sum.cwl", *items, "--seconds", "15",
+                          "--outdir", "/plastic-runs/out-manager-killed")
+    run_id = res.stdout.strip().splitlines()[-1]
+    job = RUNS / "home" / "jobs" / f"{run_id}.json"
+    assert json.loads(job.read_text()) == {"items": list(range(1, 9)), "seconds": 15}
     crash_once(cluster, "manager", run_id, once="placed")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
+    assert st["fields"]["job"] == f"/plastic-runs/home/jobs/{run_id}.json"
     assert sorted(p.name for p in (RUNS / "out-manager-killed").iterdir())
