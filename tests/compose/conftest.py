@@ -1,7 +1,8 @@
 """The compose cluster for real (`make test-compose`, needs Docker; not part of `make test`).
 
 One cluster per session: the images are built (the layer cache makes a rebuild quick; the first
-Mesos build compiles for 35-60 minutes), `up -d`, then every service is polled until healthy
+Mesos build compiles for 35-60 minutes, and its image is kept by what it is built from:
+tests/compose/images.py), `up -d`, then every service is polled until healthy
 (Debian's docker-compose 1.29 has no `--wait`).  At the end `down -v`, and nothing of the project
 may be left: no container, network or volume.
 """
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 from tests.clirun import REPO
+from tests.compose.images import MESOS_IMAGE, services_to_build
 
 PROJECT = "plastictest"
 MASTER = "http://127.0.0.1:5050"
@@ -101,7 +103,9 @@ def cluster():
     c.run("down", "-v", "--remove-orphans", check=False)
     RUNS.mkdir(exist_ok=True)
     t0 = time.monotonic()
-    c.run("build", timeout=7200)
+    only, tag = services_to_build(services, REPO)  # the Mesos image of these inputs, if it is here already
+    c.run("build", *only, timeout=7200)
+    subprocess.run(["docker", "tag", MESOS_IMAGE, tag], check=True, capture_output=True, timeout=60)
     built = time.monotonic()
     c.run("up", "-d", timeout=900)
     c.wait_healthy(set(services))

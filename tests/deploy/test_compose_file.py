@@ -212,3 +212,25 @@ def test_plan_format_compose_bad_input_is_one_line(tmp_path):
     res = subprocess.run([sys.executable, "-m", "plastic", "plan", str(tmp_path / "missing.cwl"), "--format",
                           "compose"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert_one_line_error(res, "missing.cwl")
+
+
+def test_the_mesos_image_is_named_by_every_input_of_its_build(tmp_path):
+    """tests/compose/images.py: `make test-compose` reuses a Mesos image whose inputs tag is here; the tag
+    must change with any build file, patch, source tarball, CA certificate or base image."""
+    from tests.compose.images import mesos_inputs_tag, services_to_build
+
+    for rel in ("deploy/mesos/Dockerfile", "deploy/mesos/patches/01.patch", "deploy/extra-ca/README.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    first = mesos_inputs_tag(tmp_path, "sha256:base")
+    assert first == mesos_inputs_tag(tmp_path, "sha256:base") and first.startswith("plastic/mesos:inputs-")
+    seen = {first, mesos_inputs_tag(tmp_path, "sha256:other-base")}
+    for change in ("deploy/mesos/patches/01.patch", "deploy/mesos/mesos-source.tar.gz", "deploy/extra-ca/proxy.crt"):
+        (tmp_path / change).write_text("changed")
+        seen.add(mesos_inputs_tag(tmp_path, "sha256:base"))
+    assert len(seen) == 5
+    (tmp_path / "deploy" / "plastic").mkdir()
+    (tmp_path / "deploy" / "plastic" / "Dockerfile").write_text("not an input of the Mesos image")
+    assert mesos_inputs_tag(tmp_path, "sha256:base") in seen
+    only, tag = services_to_build(yaml.safe_load(COMPOSE_FILE.read_text())["services"], tmp_path)
+    assert only == [] and tag.startswith("plastic/mesos:inputs-")  # no image of that tag here: build them all
