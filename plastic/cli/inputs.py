@@ -16,6 +16,15 @@ from plastic.core.errors import InputError
 JOBS_DIR = "jobs"  # under $PLASTIC_HOME: the job orders made from flags, one per run
 
 
+def refuse_option(word: str | Path | None) -> None:
+    """WORKFLOW is a word that starts with `-`: an option of nobody's (those before WORKFLOW are plastic's own;
+    unknown ones are let through to be read as inputs or Toil options only after it)."""
+    if word is not None and str(word).startswith("-") and str(word) != "-":
+        import click
+
+        raise click.UsageError(f"No such option: {word}")
+
+
 @dataclass(frozen=True)
 class CommandLine:
     """What the words after WORKFLOW come to: the job order to run with and the options for Toil."""

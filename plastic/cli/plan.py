@@ -10,6 +10,8 @@ import os
 
 import click
 
+from plastic.cli.inputs import refuse_option
+
 log = logging.getLogger(__name__)
 
 PARALLEL_MIN_TASKS = 2000
@@ -76,14 +78,13 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               show_default=True, help="compose: a docker-compose override giving the compose cluster the plan's "
                                       "agents.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the plan here (atomically).")
-def plan(input_path: str, job: str | None, inputs: tuple[str, ...], catalog_path: str | None, concurrent: bool, preempt: str,
-         no_infer_preempt: bool, default_ram_mib: int, scatter_width: int, budget_per_hour: float | None,
+def plan(input_path: str, job: str | None, inputs: tuple[str, ...], catalog_path: str | None, concurrent: bool,
+         preempt: str, no_infer_preempt: bool, default_ram_mib: int, scatter_width: int, budget_per_hour: float | None,
          reserve_vcpus: int, reserve_ram_mib: int, strategy: str, fmt: str, output: str | None) -> None:
     """Size the hybrid cloud for INPUT (annotated CWL + JOB, or a WfCommons trace).
 
     The workflow's inputs may be given as flags after INPUT [JOB], as for `plastic run`."""
-    if input_path.startswith("-") and input_path != "-":
-        raise click.UsageError(f"No such option: {input_path}")
+    refuse_option(input_path)
     from plastic.catalogs import load_catalog
     from plastic.core.errors import PlanningError
     from plastic.core.model import Reserve
@@ -141,8 +142,7 @@ def inspect(workflow: str, job: str | None, inputs: tuple[str, ...], no_infer_pr
     """Show how plastic reads WORKFLOW (CWL, with optional JOB order): one row per step.
 
     The workflow's inputs may be given as flags after WORKFLOW [JOB], as for `plastic run`."""
-    if workflow.startswith("-") and workflow != "-":
-        raise click.UsageError(f"No such option: {workflow}")
+    refuse_option(workflow)
     from plastic.cli.inputs import job_with_flags
     from plastic.cwl.inspect_view import render_table, to_json_text
     from plastic.cwl.loader import load_cwl

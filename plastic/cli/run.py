@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from plastic.cli.inputs import refuse_option
 from plastic.cli.redis_opts import redis_options
 from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 
@@ -99,8 +100,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
 
     make_private()  # the run directory, the job store, Redis's files: this user's only (plastic.run.modes)
 
-    if workflow is not None and str(workflow).startswith("-") and str(workflow) != "-":
-        raise click.UsageError(f"No such option: {workflow}")  # options before WORKFLOW are plastic's own
+    refuse_option(workflow)
     if resume_dir is not None and (workflow is not None or toil_args):
         raise click.UsageError("--resume RUN_DIR takes no WORKFLOW, JOB or Toil options (they come from the run)")
     if adopt_s is not None and resume_dir is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from plastic.cli.inputs import refuse_option
 from plastic.cli.redis_opts import redis_options
 from plastic.cli.redis_opts import redis_url as checked_url
 from plastic.core.lifecycle import TaskState
@@ -83,8 +84,7 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
     from plastic.service.service import submission_fields
     from plastic.store import new_run_id
 
-    if str(workflow).startswith("-") and str(workflow) != "-":
-        raise click.UsageError(f"No such option: {workflow}")  # options before WORKFLOW are plastic's own
+    refuse_option(workflow)
     run_id = new_run_id()
     line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
     job, toil_args = line.job, line.toil_args
