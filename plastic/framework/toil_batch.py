@@ -521,6 +521,9 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
     def getUpdatedBatchJob(self, maxWait: int) -> UpdatedBatchJobInfo | None:
         deadline = time.monotonic() + max(maxWait, 0)
         while True:
+            if self.framework.failed_event.is_set():  # the driver gave up: end the leader, do not wait forever
+                raise MesosFrameworkError(f"the Mesos driver gave up: {self.framework.last_error}",
+                                          call_type="SUBSCRIBE")
             left = deadline - time.monotonic()
             try:
                 info = self.updates.get(timeout=left) if left > 0 else self.updates.get_nowait()

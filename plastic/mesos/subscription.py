@@ -124,6 +124,11 @@ class EventStream:
                 logger.error("SUBSCRIBE refused: %s", error.message)
                 if stream.status == 503 or stream.status >= 500:
                     return "retry", error
+                if stream.status == 404 and self._ever_subscribed:
+                    # a master that has just (re)started answers 404 until its scheduler API is routed
+                    # (seen on Mesos 1.11 after a master restart); before a first subscription, a 404 is
+                    # a wrong URL and stays fatal
+                    return "retry", error
                 if isinstance(error, MesosAuthError):
                     return "fatal", f"SUBSCRIBE not authorised: {error.message}"
                 return "fatal", f"SUBSCRIBE refused: {error.message}"

@@ -145,6 +145,19 @@ class TestPlasticBatchSystem(bst.hidden.AbstractBatchSystemTest):
         self.assertEqual(self.batchSystem.getRunningBatchJobIDs(), {})
 
 
+    def test_a_driver_that_gives_up_ends_the_leader(self) -> None:
+        """The driver's error callback (it aborted: a refused re-SUBSCRIBE) makes getUpdatedBatchJob raise
+        at once; the leader had waited forever on a driver that no longer ran (make test-compose)."""
+        from plastic.mesos.errors import MesosFrameworkError
+
+        assert self.batchSystem.getUpdatedBatchJob(0) is None
+        self.batchSystem.framework.error(None, "SUBSCRIBE refused: HTTP 404: 404 Not Found.")
+        started = time.monotonic()
+        with self.assertRaises(MesosFrameworkError) as caught:
+            self.batchSystem.getUpdatedBatchJob(30)
+        assert time.monotonic() - started < 5 and "404 Not Found" in str(caught.exception)
+
+
 @pytest.mark.usefixtures("plastic_cluster")
 class TestPlasticBatchSystemJobs(bst.AbstractBatchSystemJobTest):
     """Toil's AbstractBatchSystemJobTest: testJobConcurrency (slow) and test_omp_threads."""

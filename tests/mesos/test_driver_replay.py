@@ -312,6 +312,37 @@ def test_503_is_retried(stop_later):
         assert "error" not in sched.names()
 
 
+def test_404_of_a_restarting_master_is_retried_after_a_first_subscription(stop_later):
+    """A Mesos 1.11 master just restarted answered the re-SUBSCRIBE with 404 (its scheduler API not yet
+    routed): the driver aborted and the run hung (make test-compose, master killed mid-run)."""
+    sched = Recorder()
+
+    def not_yet(conn, _req):
+        conn.send(plain(404, "Not Found", ""))
+
+    with ReplayServer([script("F1", then="end"), not_yet, not_yet, script("F1", stream_id="stream-2")]) as server:
+        driver = make_driver(sched, server, framework_info=fw_info(failover_timeout=3600.0))
+        stop_later(driver)
+        driver.start()
+        sched.wait_count("reregistered", 1)
+        assert len(server.subscribes()) == 4 and "error" not in sched.names()
+        assert driver.stream_id == "stream-2"
+
+
+def test_404_before_any_subscription_is_a_wrong_url(stop_later):
+    sched = Recorder()
+
+    def not_found(conn, _req):
+        conn.send(plain(404, "Not Found", ""))
+
+    with ReplayServer([not_found, script()]) as server:
+        driver = make_driver(sched, server)
+        stop_later(driver)
+        driver.start()
+        sched.wait_count("error")
+        assert driver.join(5) is DriverStatus.DRIVER_ABORTED and len(server.subscribes()) == 1
+
+
 @pytest.mark.parametrize("status", [401, 403])
 def test_refused_credentials_on_subscribe_call_error(stop_later, status):
     sched = Recorder()
