@@ -7,19 +7,29 @@ import contextlib
 import io
 import json
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from plastic.core.errors import InputError
 
 JOBS_DIR = "jobs"  # under $PLASTIC_HOME: the job orders made from flags, one per run
 
 
+def _is_option(word: str | Path | None) -> bool:
+    return word is not None and str(word).startswith("-") and str(word) != "-"  # `-` is standard input
+
+
+def _first_option(words: Sequence[str]) -> str:
+    """The word to name for words nobody takes: the first option, rather than its value."""
+    return next((w for w in words if w.startswith("-")), words[0])
+
+
 def refuse_option(word: str | Path | None) -> None:
     """WORKFLOW is a word that starts with `-`: an option of nobody's (those before WORKFLOW are plastic's own;
     unknown ones are let through to be read as inputs or Toil options only after it)."""
-    if word is not None and str(word).startswith("-") and str(word) != "-":
+    if _is_option(word):
         import click
 
         raise click.UsageError(f"No such option: {word}")
@@ -47,15 +57,10 @@ class CommandLine:
             raise
 
 
-def take_inputs(workflow: Path, job: Path | None, args: Sequence[str], run_id: str) -> CommandLine:
-    """JOB and the words after it.  When they hold workflow inputs, the job order they make (on top of
-    JOB's values) is written to $PLASTIC_HOME/jobs/RUN_ID.json; an option that is neither an input nor
-    Toil's is one line (InputError)."""
-    if job is not None and str(job).startswith("-") and str(job) != "-":
-        job, args = None, (str(job), *args)  # no job order: click gave the first flag the JOB slot
-    if not args:
-        return CommandLine(job, ())
-    from plastic.cwl import document_file
+def _flag_job(workflow: str, job: str | None, args: Sequence[str],
+              check_rest: Callable[[list[str]], None]) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """(the job order the workflow's input flags among ``args`` make, None without any; the other words,
+    once ``check_rest`` let them through)."""
     from plastic.cwl.glue import load_process, quiet_cwltool
     from plastic.cwl.job_flags import (
         input_names,
@@ -63,16 +68,30 @@ def take_inputs(workflow: Path, job: Path | None, args: Sequence[str], run_id: s
         split_input_flags,
     )
 
+    with quiet_cwltool():
+        process = load_process(workflow)
+        flags, rest = split_input_flags(args, input_names(process))
+        check_rest(rest)
+        return (job_order_from_flags(process, flags, job) if flags else None), tuple(rest)
+
+
+def take_inputs(workflow: Path, job: Path | None, args: Sequence[str], run_id: str) -> CommandLine:
+    """JOB and the words after it, WORKFLOW and JOB checked to be files.  When they hold workflow inputs,
+    the job order they make (on top of JOB's values) is written to $PLASTIC_HOME/jobs/RUN_ID.json; an
+    option that is neither an input nor Toil's is one line (InputError)."""
+    from plastic.cwl import document_file
+
+    if _is_option(job):
+        job, args = None, (str(job), *args)  # no job order: click gave the first flag the JOB slot
     for path in (workflow, job):
         if path is not None and not Path(document_file(path)).is_file():
             raise InputError("no such file", source=str(path))
-    with quiet_cwltool():
-        process = load_process(str(workflow))
-        flags, rest = split_input_flags(args, input_names(process))
-        check_toil_options(rest, workflow)
-        if not flags:
-            return CommandLine(job, tuple(rest))
-        doc = job_order_from_flags(process, flags, None if job is None else str(job))
+    if not args:
+        return CommandLine(job, ())
+    doc, rest = _flag_job(str(workflow), None if job is None else str(job), args,
+                          lambda rest: check_toil_options(rest, workflow))
+    if doc is None:
+        return CommandLine(job, rest)
     from plastic.fileio import write_atomically
     from plastic.run.modes import private_dir
     from plastic.service.home import plastic_home
@@ -84,33 +103,25 @@ def take_inputs(workflow: Path, job: Path | None, args: Sequence[str], run_id: s
         raise InputError(str(exc), source="--run-id") from None
     path = private_dir(plastic_home() / JOBS_DIR) / f"{run_id}.json"
     write_atomically(str(path), json.dumps(doc, indent=2, default=str) + "\n")
-    return CommandLine(path, tuple(rest), made=True)
+    return CommandLine(path, rest, made=True)
 
 
 @contextlib.contextmanager
 def job_with_flags(workflow: str, job: str | None, args: Sequence[str], command: str) -> Iterator[str | None]:
     """For `plastic plan` and `inspect`: the job order to read, the workflow's inputs given as flags
     made a temporary one (gone afterwards); any other word there is one line (InputError)."""
-    if job is not None and job.startswith("-") and job != "-":
+    if _is_option(job):
         job, args = None, (job, *args)
     if not args:
         yield job
         return
-    from plastic.cwl.glue import load_process, quiet_cwltool
-    from plastic.cwl.job_flags import (
-        input_names,
-        job_order_from_flags,
-        split_input_flags,
-    )
 
-    with quiet_cwltool():
-        process = load_process(workflow)
-        flags, rest = split_input_flags(args, input_names(process))
+    def refuse(rest: list[str]) -> None:
         if rest:
-            bad = next((w for w in rest if w.startswith("-")), rest[0])
-            raise InputError(f"{bad}: not an option of plastic {command} or an input of {Path(workflow).name}",
-                             source="command line")
-        doc = job_order_from_flags(process, flags, job)
+            raise InputError(f"{_first_option(rest)}: not an option of plastic {command} or an input of "
+                             f"{Path(workflow).name}", source="command line")
+
+    doc, _ = _flag_job(workflow, job, args, refuse)
     with tempfile.TemporaryDirectory(prefix="plastic-inputs-") as tmp:
         path = Path(tmp) / "inputs.json"
         path.write_text(json.dumps(doc, default=str), encoding="utf-8")
@@ -139,6 +150,5 @@ def check_toil_options(args: Sequence[str], workflow: Path) -> None:
     strays = [*([options.cwltool] if options.cwltool != placeholder else []),
               *(w for w in options.cwljob if w != placeholder)]
     if strays:
-        bad = next((w for w in strays if w.startswith("-")), strays[0])  # an option, rather than its value
-        raise InputError(f"{bad}: not an option of plastic, an input of {workflow.name} or an option "
+        raise InputError(f"{_first_option(strays)}: not an option of plastic, an input of {workflow.name} or an option "
                          f"of toil-cwl-runner", source="command line")

@@ -78,8 +78,6 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
 
     After WORKFLOW [JOB], as for `plastic run`: the workflow's inputs as flags and toil-cwl-runner's options."""
     from plastic.cli.inputs import take_inputs
-    from plastic.core.errors import InputError
-    from plastic.cwl import document_file
     from plastic.cwl.loader import load_cwl
     from plastic.service.service import submission_fields
     from plastic.store import new_run_id
@@ -88,9 +86,6 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
     run_id = new_run_id()
     line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
     job, toil_args = line.job, line.toil_args
-    for path in (workflow, job):
-        if path is not None and not Path(document_file(path)).is_file():
-            raise InputError("no such file", source=str(path))
     with line.refused_as_bad_input():
         load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
     store, conn = _store(redis_url, redis_ca)
