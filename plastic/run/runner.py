@@ -10,10 +10,10 @@ plastic.core.report.  Files of a run live in its run directory:
 
     plan.json  workflow/ (lowered copy + policy.json)  decisions.jsonl (JSON lines, every decision)
     toil.log (the Toil leader's stderr)  outputs.json  report.json  redis/ (embedded server, AOF)
-    watch/AGENT.log (the spot-notice watchers' logs)
+    watch/AGENT.log (the spot-notice watchers' logs)  toil-tmp/ (the leader's TMPDIR, until success)
 
-Crash-resume: the local cluster runs under a lease (run_dir/cluster-PID.lease, renewed at every poll,
-LEASE_S) instead of watching this process, and its workdir is in run_dir/cluster.json; Toil's
+Crash-resume: the local cluster runs under a lease renewed at every poll (plastic.run.local_run_cluster)
+instead of watching this process, and its workdir is in run_dir/cluster.json; Toil's
 leader gets SIGKILL (not SIGTERM) when `plastic run` dies, so it dies like a crash: no batch-system
 shutdown kills its tasks, and the framework stays registered for FAILOVER_S.  What a resume needs
 is in run_dir/run.json.  `resume(run_dir)` (plastic run --resume RUN_DIR) brings the embedded Redis
@@ -36,26 +36,20 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plastic.core.elastic import reliable_floor, starting_nodes
+from plastic.core.elastic import reliable_floor
 from plastic.core.errors import InputError, PlanningError, RunFailedError
 from plastic.core.lifecycle import RunState
-from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan, plan_from_json
 from plastic.core.progress import Progress
 from plastic.core.recovery import RESUMABLE, record_again, toil_start
-from plastic.core.report import (
-    AgentSpan,
-    KnownAgent,
-    RunReport,
-    RunTally,
-    price_agents,
-)
+from plastic.core.report import AgentSpan, KnownAgent, RunReport, RunTally, price_agents
 from plastic.core.run_end import run_end
 from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.fileio import write_atomically
@@ -64,24 +58,25 @@ from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.disk import DiskWatch, write_unless_full
 from plastic.run.ec2 import Ec2Settings
 from plastic.run.events import EventFollower
+from plastic.run.local_run_cluster import follow_new_agents, start_cluster
 from plastic.run.modes import private_dir, share_outputs, shared_dir
 from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
 from plastic.run.run_redis import RunRedis
-from plastic.run.toil_command import build_invocation, check_run_dir, default_run_dir
-from plastic.run.watchers import SpotWatchers
+from plastic.run.toil_command import (
+    build_invocation,
+    check_run_dir,
+    default_run_dir,
+    remove_leader_tmp,
+)
 from plastic.store.urls import is_redacted, redact
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5
-WATCHERS_EVERY_S = 2.0
 STOP_GRACE_S = 15.0
-LEASE_S = 60.0
 FAILOVER_S = 300.0
 RUN_FILE = "run.json"
-CLUSTER_FILE = "cluster.json"
 BEFORE_RECORD = frozenset({"plan.json", RUN_FILE, "workflow", "redis"})  # what a run writes before Redis has it
-LEASE_FILE = "cluster-{pid}.lease"  # the pid of the `plastic run` that started the cluster
 
 
 def jobstore_initialized(job_store: Path) -> bool:
@@ -206,46 +201,12 @@ def check_budget(request: RunRequest, plan: Plan) -> None:
                          f"on demand at {floor.usd_per_hour:g} USD per hour)", field="--budget-per-hour")
 
 
-def machine_size() -> tuple[int, int]:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        ram_mib = int(pages // 2**20)
-    except (ValueError, OSError, AttributeError):
-        ram_mib = 4096
-    return cpus, ram_mib
-
-
-def cluster_spec(shape: LocalShape, source: str):
-    from plastic.core.model import Market
-    from plastic.local.config import AgentSpec, ClusterSpec
-
-    agents = tuple(AgentSpec(cluster=n.cluster, cpus=float(n.capacity.vcpus), ram_mib=float(n.capacity.ram_mib),
-                             preemptible=n.market is Market.SPOT, instance_type=n.instance_type, node_id=n.id)
-                   for n in shape.nodes)
-    return ClusterSpec(agents, source, tuple(dict.fromkeys(a.cluster for a in agents)))
-
-
 def agent_spans(plan: Plan, catalog_path: str | None, local_agents: list[Any], events: list[Any]) -> list[AgentSpan]:
     """The run's agents with prices (plastic.core.report.price_agents): local agents by their planned node."""
     from plastic.catalogs import load_catalog
 
     known = [KnownAgent(a.id, a.cluster, a.preemptible, a.instance_type, a.node_id) for a in local_agents]
     return price_agents({n.id: n for n in plan.nodes}, known, events, load_catalog(catalog_path))
-
-
-def follow_new_agents(cluster: Any) -> None:
-    """Every few seconds, a notice watcher for each spot agent an elastic cluster gained (best effort)."""
-    watchers = getattr(cluster, "watchers", None)
-    if watchers is None or time.monotonic() - watchers.looked_at < WATCHERS_EVERY_S:
-        return
-    watchers.looked_at = time.monotonic()
-    try:
-        nodes = cluster.nodes()
-    except Exception as exc:  # the cluster is busy or going away: next time
-        log.debug("could not list the local cluster's nodes: %s", exc)
-        return
-    watchers.add([n for n in nodes if n.get("state") in ("ready", "draining")])  # draining: a notice is up
 
 
 # ------------------------------------------------------------------ the run
@@ -321,7 +282,7 @@ def execute(request: RunRequest, display: Display | None = None,
         if existing is not None and existing.state is not RunState.SUBMITTED:
             raise InputError(f"run {run_id} is already {existing.state}", source="--run-id")
         redis.go_planning(run_id, create=existing is None, fields=fields)
-        master, local_agents, lease = _cluster(request, plan, run_dir, redis_url, notes, display, cleanups)
+        master, local_agents, lease = start_cluster(request, plan, run_dir, redis_url, notes, display, cleanups)
         store.transition_run(run_id, RunState.RUNNING, fields={"master": master})
         return _run_toil(request, plan, lowered, run_dir, run_id, redis, master, local_agents, lease,
                          notes, display, on_started, restart=False)
@@ -335,59 +296,6 @@ def _run_fields(request: RunRequest, run_dir: Path, plan: Plan) -> dict[str, Any
             "job": "" if request.job is None else str(request.job.resolve()),
             "run_dir": str(run_dir), "outdir": str(request.outdir.resolve()),
             "plan_usd_per_hour": plan.usd_per_hour, "pid": os.getpid()}
-
-
-def _cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str], display: Display,
-             cleanups: list[Callable[[], None]], *, attach: bool = False) -> tuple[str, list[Any], Any]:
-    """The Mesos master to use: --master, or a local cluster shaped like the plan under a lease (with
-    attach: the one a killed `plastic run` left, if it still serves), with its spot-notice watchers."""
-    if request.master:
-        return request.master, [], None
-    from plastic.local.testing import LocalCluster
-
-    cluster = None
-    if attach:
-        try:
-            doc = json.loads((run_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
-            cluster = LocalCluster.attach(doc["workdir"], lease_file=run_dir / doc["lease"], lease_s=LEASE_S)
-            display.note(f"re-attached to the local cluster at {cluster.master_url}")
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            display.note(f"the run's local cluster is gone ({exc}); starting a new one")
-            cluster = None
-    if cluster is None:
-        cpus, ram = machine_size()
-        nodes = starting_nodes(plan.nodes, plan.tasks) if request.elastic else plan.nodes
-        shape = local_shape(nodes, machine_vcpus=cpus, machine_ram_mib=ram, max_agents=request.max_agents)
-        if request.elastic:
-            notes.append(f"elastic cluster: starts with {len(shape.nodes)} of the plan's {len(plan.nodes)} node(s) "
-                         f"(the on-demand ones and the first wave's) and grows with the queued work")
-        notes.extend(shape.notes)
-        # a lease of its own: a cluster this process starts and is killed before naming in cluster.json
-        # is renewed by no one (not by the resume's new cluster) and stops within LEASE_S
-        lease = run_dir / LEASE_FILE.format(pid=os.getpid())
-        cluster = LocalCluster(cluster_spec(shape, str(run_dir / "plan.json")), agent_ping_timeout_s=5.0,
-                               interrupt_rate=request.interrupt_rate,
-                               interrupt_notice_s=request.notice_seconds, seed=request.seed,
-                               lease_file=lease, lease_s=LEASE_S, boot_s=request.boot_s,
-                               refuse_spot=request.refuse_spot)
-        cluster.start()
-        write_atomically(run_dir / CLUSTER_FILE, json.dumps({"workdir": str(cluster.workdir), "pid": cluster.pid,
-                                                             "master_url": cluster.master_url,
-                                                             "lease": lease.name}) + "\n")
-    cleanups.append(cluster.stop)
-    master = cluster.master_url
-    local_agents = list(cluster.agents)
-    watchers = SpotWatchers(redis_url, run_dir / "watch")
-    started = watchers.add(local_agents)
-    cleanups.append(watchers.stop)
-    if started:
-        display.note(f"{started} spot-notice watcher(s) on the spot agents' IMDS")
-    if request.elastic:
-        cluster.watchers = watchers  # new spot agents get theirs as they come (follow_new_agents)
-    display.note(f"local cluster at {master}: " + ", ".join(
-        f"{c} x{sum(1 for a in local_agents if a.cluster == c)}"
-        for c in dict.fromkeys(a.cluster for a in local_agents)))
-    return master, local_agents, cluster
 
 
 def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_id: str, redis: RunRedis, master: str,
@@ -438,8 +346,6 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             cancelled = out_of_space = False
             try:
                 out_chunks: list[bytes] = []
-                import threading
-
                 reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
                 reader.start()
                 while proc.poll() is None:
@@ -478,6 +384,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             notes.append(disk.message(run_id))
         outputs = None
         if not cancelled and rc == 0:
+            remove_leader_tmp(run_dir)
             try:
                 outputs = json.loads(b"".join(out_chunks).decode("utf-8") or "null")
             except ValueError:
@@ -574,7 +481,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         lowered = lower_workflow(str(request.workflow), str(run_dir / "workflow"),
                                  job_path=None if request.job is None else str(request.job))
         notes: list[str] = []
-        master, local_agents, lease = _cluster(request, plan, run_dir, url, notes, display, cleanups, attach=True)
+        master, local_agents, lease = start_cluster(request, plan, run_dir, url, notes, display, cleanups, attach=True)
         if record.state is RunState.PLANNING:  # killed before its cluster was up, or just after
             store.transition_run(run_id, RunState.RUNNING, expected=RunState.PLANNING, fields={"master": master})
         else:

@@ -15,6 +15,12 @@ from plastic.core.errors import InputError
 CONTAINER_ENGINES = ("docker", "podman", "singularity", "apptainer")
 RECORD_ENV = "PLASTIC_RECORD_LOG"
 REDIS_ENV = "PLASTIC_REDIS_URL"
+# The leader's temporary directory, in the run's: Toil 9.6 leaves files in $TMPDIR at every start (each
+# Config makes a message bus file, which the leader's bus then writes; nothing deletes them), so a run
+# left one to three files in /tmp for good.  Removed with the job store when the run succeeds; kept
+# with it otherwise (`toil status` on the job store reads its bus there).  Toil's workers do not
+# inherit the leader's TMPDIR (toil.worker drops it from the leader's environment).
+LEADER_TMP = "toil-tmp"
 # What /bin/sh splits or parses in an unquoted word (bash's brace expansion too); letters of any
 # script, digits and the rest of the usual punctuation of paths are kept as they are.
 SHELL_SPECIAL = frozenset(" \t\n|&;<>()$`\\\"'*?[]{}")
@@ -89,6 +95,8 @@ def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir:
         env["PATH"] = bin_dir + (os.pathsep + env["PATH"] if env.get("PATH") else "")
     env[RECORD_ENV] = str(run_dir / "decisions.jsonl")
     env[REDIS_ENV] = redis_url  # not on the command line, which Toil logs and keeps in its job store
+    (run_dir / LEADER_TMP).mkdir(mode=0o700, exist_ok=True)  # an absent TMPDIR is silently /tmp again
+    env["TMPDIR"] = str(run_dir / LEADER_TMP)
     notes: list[str] = []
     argv = [toil_runner(), "--batchSystem", "plastic", "--plasticMaster", master,
             "--plasticRun", run_id, "--plasticPolicy", str(policy_path),
@@ -104,3 +112,8 @@ def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir:
     if job is not None:
         argv.append(str(job))
     return ToilInvocation(argv, env, tuple(notes))
+
+
+def remove_leader_tmp(run_dir: Path) -> None:
+    """The leader's temporary files, once the run succeeded (Toil has deleted its job store then)."""
+    shutil.rmtree(run_dir / LEADER_TMP, ignore_errors=True)

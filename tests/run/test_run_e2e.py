@@ -50,8 +50,12 @@ def check_outputs(res: subprocess.CompletedProcess, tmp_path: Path, example: str
 
 @pytest.mark.parametrize("example", ["scatter-gather", "nested-scatter", "dynamic-resources"])
 def test_examples_through_plastic_run(tmp_path, example):
-    res = plastic_run(tmp_path, example)
+    tmp = tmp_path / "tmp"  # the machine's temporary directory, as the run sees it
+    tmp.mkdir()
+    res = plastic_run(tmp_path, example, env={"TMPDIR": str(tmp)})
     check_outputs(res, tmp_path, example)
+    # Toil's leader leaves files in its TMPDIR at every start: the run gives it its own, removed at success
+    assert list(tmp.iterdir()) == [] and not (tmp_path / "run" / "toil-tmp").exists()
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["schema"] == "plastic.report/v1" and report["outcome"] == "succeeded"
     assert report["tasks"] >= 1 and report["tasks_failed"] == 0

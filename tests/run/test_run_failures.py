@@ -51,6 +51,8 @@ outputs: []
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.pop("PLASTIC_REDIS_URL", None)
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env["TMPDIR"] = str(tmp_path / "tmp")  # the machine's temporary directory, as the run sees it
     return subprocess.run([sys.executable, "-m", "plastic", "run", "--run-dir", str(tmp_path / "run"), "--quiet",
                            *args], capture_output=True, text=True, cwd=tmp_path, timeout=240, env=env,
                           check=False)
@@ -72,6 +74,10 @@ def test_a_failed_step_is_named_with_its_status_and_standard_error(tmp_path):
     assert line.endswith(str(tmp_path / "run" / "toil.log"))
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["outcome"] == "failed" and report["tasks_failed"] >= 1
+    # Toil's leftovers stay with the job store the failed run keeps (its message bus: `toil status`),
+    # not in the machine's temporary directory
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert any(f.stat().st_size > 0 for f in (tmp_path / "run" / "toil-tmp").iterdir())
 
 
 def test_a_feature_the_runner_does_not_support_exits_33(tmp_path):
