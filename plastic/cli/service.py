@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import time
 from pathlib import Path
@@ -102,6 +103,22 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
         conn.close()
 
 
+def _run_store(run: str, redis_url: str | None, redis_ca: str | None):
+    """RUN as a run directory (`plastic run`'s: its own Redis, plastic.run.run_redis.open_to_read) or as
+    the id of a run in the service's Redis.  -> (run id, Store, close)."""
+    from plastic.core.errors import InputError
+
+    path = Path(run)
+    if path.is_dir():
+        from plastic.run.run_redis import open_to_read
+
+        return open_to_read(path, checked_url(redis_url, redis_ca) if redis_url else None, redis_ca)
+    if os.sep in run or path.exists():
+        raise InputError("no such run directory", source=run)
+    store, conn = _store(redis_url, redis_ca)
+    return run, store, conn.close
+
+
 def _existing_run(store, run_id: str):
     """The run record, or a one-line InputError naming RUN_ID."""
     from plastic.core.errors import InputError
@@ -109,9 +126,9 @@ def _existing_run(store, run_id: str):
     try:
         run = store.get_run(run_id)
     except ValueError as exc:
-        raise InputError(str(exc), source="RUN_ID") from None
+        raise InputError(str(exc), source="RUN") from None
     if run is None:
-        raise InputError(f"no run {run_id!r}", source="RUN_ID")
+        raise InputError(f"no run {run_id!r}", source="RUN")
     return run
 
 
@@ -140,15 +157,20 @@ def _done(counts) -> str:
 
 
 @click.command("status")
-@click.argument("run_id", required=False)
+@click.argument("run", required=False)
 @_redis_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def status(run_id: str | None, redis_url: str | None, redis_ca: str | None, fmt: str) -> None:
-    """Runs and their state; with RUN_ID, that run's tasks by state and its last events."""
+def status(run: str | None, redis_url: str | None, redis_ca: str | None, fmt: str) -> None:
+    """The service's runs and their state; with RUN (a run id, or the run directory of a `plastic run`),
+    that run's tasks by state and its last events."""
     from rich.console import Console
     from rich.table import Table
 
-    store, conn = _store(redis_url, redis_ca)
+    if run is None:
+        store, conn = _store(redis_url, redis_ca)
+        run_id, close = None, conn.close
+    else:
+        run_id, store, close = _run_store(run, redis_url, redis_ca)
     try:
         console = Console()
         if not console.is_terminal:
@@ -168,26 +190,26 @@ def status(run_id: str | None, redis_url: str | None, redis_ca: str | None, fmt:
                               *(_number(r.fields.get(key), key) for key in _NUMBERS))
             console.print(table)
             return
-        run = _existing_run(store, run_id)
+        record = _existing_run(store, run_id)
         counts = {str(k): v for k, v in store.task_counts(run_id).items() if v}
         if fmt == "json":
-            click.echo(json.dumps({"id": run.id, "state": str(run.state), "created_at": run.created_at,
-                                   "fields": run.fields, "tasks": counts}, indent=2))
+            click.echo(json.dumps({"id": record.id, "state": str(record.state), "created_at": record.created_at,
+                                   "fields": record.fields, "tasks": counts}, indent=2))
             return
-        console.print(f"run {run.id}: [bold]{run.state}[/bold] since {_ago(run.state_at)}")
+        console.print(f"run {record.id}: [bold]{record.state}[/bold] since {_ago(record.state_at)}")
         for key in ("workflow", "job", "outdir", "run_dir", "master", "error", *_NUMBERS):
-            if run.fields.get(key):
-                console.print(f"  {key}: {_number(run.fields[key], key)}", highlight=False)
+            if record.fields.get(key):
+                console.print(f"  {key}: {_number(record.fields[key], key)}", highlight=False)
         console.print("  tasks: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none yet"))
-        if run.fields.get("run_dir"):
-            console.print(f"  picture: plastic report {run.id} --html report.html", highlight=False)
+        if record.fields.get("run_dir"):
+            console.print(f"  picture: plastic report {run} --html report.html", highlight=False)
         last = store.last_events(run_id, _LAST_EVENTS)
         if last:
-            console.print(f"  last {len(last)} events (all: plastic logs {run.id}):", highlight=False)
+            console.print(f"  last {len(last)} events (all: plastic logs {run}):", highlight=False)
             for ev in last:
                 console.print("    " + _event_line(ev), highlight=False, markup=False, soft_wrap=True)
     finally:
-        conn.close()
+        close()
 
 
 def _event_line(ev) -> str:
@@ -196,14 +218,21 @@ def _event_line(ev) -> str:
     return f"{stamp} {ev.type} {fields}".rstrip()
 
 
+def _event_json(ev) -> dict:
+    """An event as one JSON object: its fields (strings, as written; ``id`` is the task's or run's), the
+    stream entry's id as ``event_id``, ``at`` in seconds since the epoch (a number) and ``type``."""
+    return {**ev.fields, "event_id": ev.id, "at": ev.at, "type": ev.type}
+
+
 @click.command("logs")
-@click.argument("run_id")
+@click.argument("run")
 @_redis_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
-def logs(run_id: str, redis_url: str | None, redis_ca: str | None, follow: bool, as_json: bool) -> None:
-    """Print the event stream of RUN_ID (placements, declines, notices, requeues, state changes)."""
-    store, conn = _store(redis_url, redis_ca)
+def logs(run: str, redis_url: str | None, redis_ca: str | None, follow: bool, as_json: bool) -> None:
+    """Print the event stream of RUN (placements, declines, notices, requeues, nodes, state changes): a run
+    id, or the run directory of a `plastic run`."""
+    run_id, store, close = _run_store(run, redis_url, redis_ca)
     try:
         _existing_run(store, run_id)
         last = "0-0"
@@ -212,15 +241,16 @@ def logs(run_id: str, redis_url: str | None, redis_ca: str | None, follow: bool,
             for ev in batch:
                 last = ev.id
                 if as_json:
-                    click.echo(json.dumps({"id": ev.id, "at": ev.at, "type": ev.type, **ev.fields}))
+                    click.echo(json.dumps(_event_json(ev)))
                 else:
                     click.echo(_event_line(ev))
             if batch:
                 continue
             if not follow:
                 return
-            run = store.get_run(run_id)
-            if run is not None and str(run.state) in FINAL_STATES and not store.read_events(run_id, last, count=1):
+            record = store.get_run(run_id)
+            if record is not None and str(record.state) in FINAL_STATES and not store.read_events(run_id, last,
+                                                                                                   count=1):
                 return
     finally:
-        conn.close()
+        close()

@@ -12,16 +12,17 @@ so a transition is never applied twice.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from plastic.core.errors import RunFailedError
+from plastic.core.errors import InputError, RunFailedError
 from plastic.core.lifecycle import RunState
 from plastic.store.errors import is_unavailable
-from plastic.store.urls import redact
+from plastic.store.urls import is_redacted, redact
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +100,36 @@ class RunRedis:
             close()
         if self.server is not None:
             self.server.stop()
+
+
+def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str, Any, Callable[[], None]]:
+    """The Redis of the run in ``run_dir``, for `plastic status RUN_DIR` and `plastic logs RUN_DIR`:
+    ``given``, else the URL its run.json keeps, else its embedded server (found if it serves, else
+    started on the run's files and stopped again by the returned close).  -> (run id, Store, close)."""
+    from plastic.store import Store, connect, start_embedded
+
+    try:
+        doc = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        run_id, saved = str(doc["run_id"]), doc.get("redis_url")
+    except FileNotFoundError:
+        raise InputError("not a run directory: it has no run.json", source=str(run_dir)) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"run.json unreadable ({exc})", source=str(run_dir)) from None
+    url = given or saved
+    if url and not given and is_redacted(saved):
+        raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL", source=str(run_dir),
+                         field="--redis")
+    if url:
+        client, close = connect(url, ca)
+        return run_id, Store(client), close
+    if not (run_dir / "redis").is_dir():
+        raise InputError("the run has no Redis of its own (redis/) and run.json names none: give --redis URL",
+                         source=str(run_dir))
+    server = start_embedded(run_dir / "redis")
+    client = server.client()
+
+    def close() -> None:
+        client.close()
+        server.stop()  # only if this process started it: a run's own server is left serving it
+
+    return run_id, Store(client), close

@@ -187,3 +187,51 @@ def test_a_run_id_known_to_redis_and_status_pointing_to_the_picture(tmp_path, re
     queued = store.create_run(fields={"workflow": "wf.cwl"})
     assert "picture:" not in plastic("status", queued, "--redis", redis_server.url).stdout
     assert_one_line_error(plastic("report", queued, "--redis", redis_server.url), "has no run directory")
+
+
+def test_status_and_logs_of_a_run_directory_read_its_own_redis(tmp_path):
+    """`plastic status RUN_DIR` and `plastic logs RUN_DIR`: a `plastic run`'s events are in its own
+    embedded Redis (run_dir/redis), stopped when the run ended; read, it is started on its files and
+    stopped again; a server still serving the run is read and left running."""
+    from plastic.store import start_embedded
+    from plastic.store.embedded import _running_server
+
+    run_dir = make_run_dir(tmp_path / "run")
+    server = start_embedded(run_dir / "redis")
+    store = Store(server.client())
+    store.create_run("r-hand", fields={"workflow": "wf.cwl", "run_dir": str(run_dir)})
+    store.append_event("r-hand", "placed", {"id": "task-7", "agent_id": "a1", "at": 1_700_000_001.5})
+    store.append_event("r-hand", "ended", {"id": "task-7", "outcome": "finished"})
+    status = plastic("status", run_dir)  # the run's server is up: found and read, not stopped
+    assert status.returncode == 0, status.stderr
+    assert "run r-hand: SUBMITTED" in status.stdout and "last 3 events" in status.stdout, status.stdout
+    assert server.running()
+    server.stop()
+
+    logs = plastic("logs", run_dir, "--json")  # stopped: started on its AOF, read, stopped again
+    assert logs.returncode == 0, logs.stderr
+    events = [json.loads(line) for line in logs.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["run_created", "placed", "ended"]
+    placed = events[1]
+    assert placed["id"] == "task-7" and placed["at"] == 1_700_000_001.5  # the task's id; the time a number
+    assert len({e["event_id"] for e in events}) == 3 and all("-" in e["event_id"] for e in events)
+    assert _running_server((run_dir / "redis").resolve(), 1.0) is None  # nothing left running
+    text = plastic("logs", run_dir)
+    assert text.returncode == 0 and "placed id=task-7 agent_id=a1" in text.stdout, text.stdout
+    as_json = json.loads(plastic("status", run_dir, "--format", "json").stdout)
+    assert as_json["id"] == "r-hand" and as_json["state"] == "SUBMITTED"
+
+
+def test_status_and_logs_of_a_directory_that_is_not_a_run(tmp_path):
+    (tmp_path / "empty").mkdir()
+    for command in ("status", "logs"):
+        assert_one_line_error(plastic(command, tmp_path / "empty"), str(tmp_path / "empty"), "has no run.json")
+        assert_one_line_error(plastic(command, tmp_path / "nope"), str(tmp_path / "nope"), "no such run directory")
+    assert not (tmp_path / "empty" / "redis").exists()  # nothing written there
+    saved = make_run_dir(tmp_path / "saved")  # a run given a Redis with a password: run.json keeps it redacted
+    doc = json.loads((saved / "run.json").read_text())
+    (saved / "run.json").write_text(json.dumps({**doc, "redis_url": "redis://:****@db.example:6379/0"}))
+    assert_one_line_error(plastic("logs", saved), "needs its password: give --redis URL")
+    no_redis = make_run_dir(tmp_path / "noredis")
+    assert_one_line_error(plastic("status", no_redis), "has no Redis of its own")
+    assert not (no_redis / "redis").exists()

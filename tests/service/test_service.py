@@ -52,7 +52,8 @@ def test_submit_refuses_bad_input_and_queues_nothing(home, tmp_path):
 def test_status_and_logs_of_unknown_run(home):
     assert_one_line_error(cli(home, "status", "r-nope"), "r-nope")
     assert_one_line_error(cli(home, "logs", "r-nope"), "r-nope")
-    assert_one_line_error(cli(home, "logs", "bad/id"), "RUN_ID")
+    assert_one_line_error(cli(home, "logs", "bad/id"), "bad/id", "no such run directory")  # a path: a run's directory
+    assert_one_line_error(cli(home, "logs", "bad id"), "RUN", "invalid run id")
 
 
 def test_submit_queues_a_run(home):
