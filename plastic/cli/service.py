@@ -232,25 +232,32 @@ def _event_json(ev) -> dict:
 def logs(run: str, redis_url: str | None, redis_ca: str | None, follow: bool, as_json: bool) -> None:
     """Print the event stream of RUN (placements, declines, notices, requeues, nodes, state changes): a run
     id, or the run directory of a `plastic run`."""
+    from plastic.store.errors import StoreError, is_unavailable
+
     run_id, store, close = _run_store(run, redis_url, redis_ca)
     try:
         _existing_run(store, run_id)
-        last = "0-0"
+        last, ended = "0-0", False  # ended: the run's end is in what was printed
         while True:
-            batch = store.read_events(run_id, last, count=1000, block_ms=1000 if follow else None)
+            try:
+                batch = store.read_events(run_id, last, count=1000, block_ms=1000 if follow else None)
+                record = None if batch or not follow else store.get_run(run_id)
+            except Exception as error:
+                if not is_unavailable(error):
+                    raise
+                if ended:  # a `plastic run` stops its own Redis once the run has ended
+                    return
+                raise StoreError(f"lost the run's Redis while following {run_id}: {error}") from None
             for ev in batch:
                 last = ev.id
-                if as_json:
-                    click.echo(json.dumps(_event_json(ev)))
-                else:
-                    click.echo(_event_line(ev))
+                ended = ended or (ev.type == "transition" and ev.fields.get("kind") == "run"
+                                  and ev.fields.get("to") in FINAL_STATES)
+                click.echo(json.dumps(_event_json(ev)) if as_json else _event_line(ev))
             if batch:
                 continue
-            if not follow:
+            if not follow or ended:
                 return
-            record = store.get_run(run_id)
-            if record is not None and str(record.state) in FINAL_STATES and not store.read_events(run_id, last,
-                                                                                                   count=1):
-                return
+            if record is not None and str(record.state) in FINAL_STATES:
+                ended = True  # its last events (its end among them) come with the next read, then stop
     finally:
         close()

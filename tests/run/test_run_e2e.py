@@ -168,3 +168,22 @@ def test_inputs_given_as_flags_among_toil_options(tmp_path):
     assert "--logLevel INFO" in " ".join(json.loads((tmp_path / "run" / "run.json").read_text())["toil_args"])
     plan = json.loads((tmp_path / "run" / "plan.json").read_text())  # planned with the 12 parts the flags gave
     assert len(plan["tasks"]) >= 12, [t["id"] for t in plan["tasks"]]
+
+
+def test_logs_follow_a_running_plastic_run_by_its_directory_to_its_end(tmp_path):
+    """`plastic logs RUN_DIR -f` on a `plastic run` still going: its own embedded Redis is found and
+    followed; when the run ends, `plastic run` stops that server, and the follower ends with exit 0 after
+    the run's last transition (it ended in 'internal error: ConnectionError')."""
+    from tests.clirun import SlowScatterRun, plastic
+
+    run = SlowScatterRun(tmp_path, seconds=3)
+    run.wait_running()
+    followed = plastic("logs", run.run_dir, "-f", timeout=200)
+    run.finish()
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stderr == ""
+    lines = followed.stdout.splitlines()
+    assert "placed" in followed.stdout and lines[-1].split()[1:3] == ["transition", "kind=run"], lines[-3:]
+    assert lines[-1].endswith("to=SUCCEEDED")
+    after = plastic("logs", run.run_dir)  # the ended run's server, started on its files: the same stream
+    assert after.returncode == 0 and after.stdout.splitlines() == lines
