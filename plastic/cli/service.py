@@ -112,7 +112,7 @@ def _run_store(run: str, redis_url: str | None, redis_ca: str | None):
     if path.is_dir():
         from plastic.run.run_redis import open_to_read
 
-        return open_to_read(path, checked_url(redis_url, redis_ca) if redis_url else None, redis_ca)
+        return open_to_read(path, checked_url(redis_url, redis_ca), redis_ca)
     if os.sep in run or path.exists():
         raise InputError("no such run directory", source=run)
     store, conn = _store(redis_url, redis_ca)

@@ -67,8 +67,9 @@ def follow_new_agents(cluster: Any) -> None:
     watchers.add([n for n in nodes if n.get("state") in ("ready", "draining")])  # draining: a notice is up
 
 
-def start_cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str], display: Display,
-             cleanups: list[Callable[[], None]], *, attach: bool = False) -> tuple[str, list[Any], Any]:
+def start_cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str],
+                  display: Display, cleanups: list[Callable[[], None]], *,
+                  attach: bool = False) -> tuple[str, list[Any], Any]:
     """The Mesos master to use: --master, or a local cluster shaped like the plan under a lease (with
     attach: the one a killed `plastic run` left, if it still serves), with its spot-notice watchers."""
     if request.master:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -104,8 +105,9 @@ class RunRedis:
 
 def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str, Any, Callable[[], None]]:
     """The Redis of the run in ``run_dir``, for `plastic status RUN_DIR` and `plastic logs RUN_DIR`:
-    ``given``, else the URL its run.json keeps, else its embedded server (found if it serves, else
-    started on the run's files and stopped again by the returned close).  -> (run id, Store, close)."""
+    ``given``, else the URL its run.json keeps (kept without its password: $PLASTIC_REDIS_URL), else its
+    embedded server (found if it serves, else started on the run's files and stopped again by the
+    returned close).  -> (run id, Store, close)."""
     from plastic.store import Store, connect, start_embedded
 
     try:
@@ -116,9 +118,11 @@ def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str,
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"run.json unreadable ({exc})", source=str(run_dir)) from None
     url = given or saved
-    if url and not given and is_redacted(saved):
-        raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL", source=str(run_dir),
-                         field="--redis")
+    if url and not given and is_redacted(saved):  # kept without its password: --redis, else the service's
+        url = os.environ.get("PLASTIC_REDIS_URL") or None
+        if url is None:
+            raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set "
+                             "PLASTIC_REDIS_URL)", source=str(run_dir), field="--redis")
     if url:
         client, close = connect(url, ca)
         return run_id, Store(client), close

@@ -231,7 +231,20 @@ def test_status_and_logs_of_a_directory_that_is_not_a_run(tmp_path):
     saved = make_run_dir(tmp_path / "saved")  # a run given a Redis with a password: run.json keeps it redacted
     doc = json.loads((saved / "run.json").read_text())
     (saved / "run.json").write_text(json.dumps({**doc, "redis_url": "redis://:****@db.example:6379/0"}))
-    assert_one_line_error(plastic("logs", saved), "needs its password: give --redis URL")
+    assert_one_line_error(plastic("logs", saved, env={"PLASTIC_REDIS_URL": ""}), "needs its password: give --redis URL")
     no_redis = make_run_dir(tmp_path / "noredis")
     assert_one_line_error(plastic("status", no_redis), "has no Redis of its own")
     assert not (no_redis / "redis").exists()
+
+
+def test_a_run_directory_whose_redis_was_kept_without_its_password(tmp_path, redis_server, client):
+    """A run given a Redis with a password keeps its URL redacted in run.json: the reader takes --redis,
+    else $PLASTIC_REDIS_URL (how `plastic serve` hands its Redis to its runs)."""
+    run_id = Store(client).create_run(fields={"workflow": "wf.cwl"})
+    run_dir = make_run_dir(tmp_path / "run")
+    doc = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**doc, "run_id": run_id, "redis_url": "redis://:****@db:6379/0"}))
+    by_env = plastic("status", run_dir, "--format", "json", env={"PLASTIC_REDIS_URL": redis_server.url})
+    assert by_env.returncode == 0 and json.loads(by_env.stdout)["id"] == run_id, by_env.stderr
+    by_flag = plastic("logs", run_dir, "--redis", redis_server.url, env={"PLASTIC_REDIS_URL": ""})
+    assert by_flag.returncode == 0 and "run_created" in by_flag.stdout, by_flag.stderr
