@@ -2,7 +2,7 @@
 (`plastic run wf.cwl --reads r.fq --threads 4`).
 
 The flags after WORKFLOW [JOB] are told apart from Toil's options by the names of the workflow's
-inputs: `--NAME` (or `-N` for a one-letter name, `--NAME=VALUE`, `--RECORD.FIELD`) starts an input
+inputs: `--NAME` (`-N` or `--N` for a one-letter name, `--NAME=VALUE`, `--RECORD.FIELD`) starts an input
 and the words after it that are not options are its values.  They are read with cwltool's own
 parser of a process's inputs (`cwltool.argparser.generate_parser`: a File or Directory is a path,
 an array is the flag repeated, a boolean is the flag alone) into a job order: the JOB file's
@@ -21,14 +21,28 @@ from plastic.core.errors import InputError
 
 
 def _flag_name(token: str) -> str | None:
-    """The name a token gives as an option, as cwltool spells an input's flag: `--reads` or
-    `--reads=x` -> `reads`, `-n` -> `n` (a one-letter name); else None."""
+    """The name a token gives as an option: `--reads` or `--reads=x` -> `reads`, `-n` -> `n` (cwltool's
+    flag of a one-letter name; `--n` is taken for it too); else None."""
     if token.startswith("--"):
         name = token[2:].split("=", 1)[0]
-        return name if len(name) > 1 else None
+        return name or None
     if len(token) == 2 and token[0] == "-" and token[1].isalpha():
         return token[1]
     return None
+
+
+def _as_cwltool_spells(flags: Sequence[str]) -> list[str]:
+    """``flags`` with `--n` / `--n=VALUE` of a one-letter input as cwltool's parser takes it: `-n`."""
+    out: list[str] = []
+    for token in flags:
+        name = _flag_name(token)
+        if token.startswith("--") and name is not None and len(name) == 1:
+            out.append("-" + name)
+            if "=" in token:
+                out.append(token.split("=", 1)[1])
+        else:
+            out.append(token)
+    return out
 
 
 def split_input_flags(args: Sequence[str], inputs: frozenset[str]) -> tuple[list[str], list[str]]:
@@ -81,6 +95,7 @@ def job_order_from_flags(process: Any, flags: Sequence[str], job_path: str | Non
     parser = generate_parser(_Parser(prog="plastic run", add_help=False), process, namemap, records,
                              input_required=False, base_uri=file_uri(os.getcwd()) + "/")
     known = {flag for action in parser._actions for flag in action.option_strings}
+    flags = _as_cwltool_spells(flags)
     for token in flags:
         name = _flag_name(token)
         if name is not None and ("-" if len(name) == 1 else "--") + name not in known:

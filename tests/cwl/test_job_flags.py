@@ -25,7 +25,8 @@ def test_flags_naming_inputs_take_their_values_and_the_rest_is_left_for_toil():
 
 def test_a_word_that_follows_no_input_is_left_for_toil():
     assert split_input_flags(["stray.yml", "--reads", "r.fa"], INPUTS) == (["--reads", "r.fa"], ["stray.yml"])
-    assert split_input_flags(["--n", "1"], INPUTS) == ([], ["--n", "1"])  # a one-letter input is -n
+    assert split_input_flags(["--n", "1"], INPUTS) == (["--n", "1"], [])  # -n, as cwltool spells it, or --n
+    assert split_input_flags(["--q", "1"], INPUTS) == ([], ["--q", "1"])  # no input q: Toil's to judge
     assert split_input_flags([], INPUTS) == ([], [])
 
 
@@ -47,6 +48,8 @@ def test_every_kind_of_input_from_flags(tool, monkeypatch):
     assert job["tags"] == ["x", "y"] and job["opts"] == {"depth": 9, "mode": "slow"}
     assert job["genome"]["class"] == "Directory" and job["genome"]["location"].rstrip("/") == DATA.as_uri()
     assert "outdir_name" not in job  # not given: the input's default stands when the job is read
+    for spelt in (["--n", "7"], ["--n=7"], ["-n", "7"]):  # cwltool takes -n only; --n is taken as well
+        assert job_order_from_flags(tool, spelt)["n"] == 7, spelt
 
 
 def test_flags_go_on_top_of_the_job_file_whose_paths_stay_right_from_anywhere(tool, tmp_path, monkeypatch):
