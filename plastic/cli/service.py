@@ -181,6 +181,10 @@ def status(run: str | None, redis_url: str | None, redis_ca: str | None, fmt: st
                 click.echo(json.dumps([{"id": r.id, "state": str(r.state), "created_at": r.created_at,
                                         **r.fields} for r in runs], indent=2))
                 return
+            if not runs:
+                console.print("no runs of plastic serve in this Redis; a plastic run keeps its own: plastic status "
+                              "RUN_DIR (.plastic/runs/RUN_ID)", highlight=False)
+                return
             table = Table(title=f"{len(runs)} runs")
             for col in ("run", "state", "workflow", "since", "tasks done", "makespan s", "cost USD"):
                 table.add_column(col, justify="right" if col in ("tasks done", *_NUMBERS.values()) else "left")

@@ -47,6 +47,8 @@ def test_submit_refuses_bad_input_and_queues_nothing(home, tmp_path):
     listed = cli(home, "status", "--format", "json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == []
+    empty = cli(home, "status")
+    assert empty.returncode == 0 and "no runs of plastic serve" in empty.stdout and "status RUN_DIR" in empty.stdout
 
 
 def test_status_and_logs_of_unknown_run(home):
