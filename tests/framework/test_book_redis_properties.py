@@ -43,6 +43,9 @@ def teardown_module():
     global _server
     if _server is not None:
         _server.stop()
+        import shutil
+
+        shutil.rmtree(_server.data_dir, ignore_errors=True)  # under /tmp (a short socket path): not left there
         _server = None
 
 
