@@ -104,6 +104,11 @@ ORPHAN_KILL_WAIT_S = 60.0
 DEFAULT_ADOPT_S = 300.0
 ADOPT_ENV = "PLASTIC_ADOPT_SECONDS"
 RECORD_FLUSH_S = 10.0
+# Toil's leader asks for an update with maxWait=2 at every turn of its loop, also when it has no job out
+# and is only cleaning up finished ones (a scatter, its workflow, ResolveIndirect: one per turn), so a
+# run's end waited about 2 s per turn, 8-10 s in all, where no update could come.  With nothing issued
+# the wait is this short one (not none: a job waiting out a retry backoff would spin the loop).
+NOTHING_ISSUED_WAIT_S = 0.05
 
 _REASONS = {
     "finished": BatchJobExitReason.FINISHED,
@@ -186,6 +191,13 @@ def updated_info(ended: ReportJobEnd) -> UpdatedBatchJobInfo:
     return UpdatedBatchJobInfo(jobID=int(ended.job_id), exitStatus=status, exitReason=reason,
                                wallTime=max(ended.wall_time_s, 0.001), backing_id=ended.mesos_task_id)
 
+
+
+def update_wait_s(max_wait: float, anything_issued: bool) -> float:
+    """How long getUpdatedBatchJob waits: Toil's maxWait while a job is out, else NOTHING_ISSUED_WAIT_S
+    at most (no update can come)."""
+    wait_s = max(max_wait, 0.0)
+    return wait_s if anything_issued else min(wait_s, NOTHING_ISSUED_WAIT_S)
 
 class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem):
     """Runs Toil jobs as tasks of plastic's Mesos framework."""
@@ -519,7 +531,9 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         return out
 
     def getUpdatedBatchJob(self, maxWait: int) -> UpdatedBatchJobInfo | None:
-        deadline = time.monotonic() + max(maxWait, 0)
+        with self.state_lock:
+            anything_issued = bool(self.issued)
+        deadline = time.monotonic() + update_wait_s(maxWait, anything_issued)
         while True:
             if self.framework.failed_event.is_set():  # the driver gave up: end the leader, do not wait forever
                 raise MesosFrameworkError(f"the Mesos driver gave up: {self.framework.last_error}",

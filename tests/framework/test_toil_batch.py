@@ -23,12 +23,22 @@ from plastic.core.model import RELIABLE, Preempt
 from plastic.core.policy import POLICY_VERSION, PolicyError
 from plastic.framework.run_store import load_policy, open_run
 from plastic.framework.toil_batch import (
+    NOTHING_ISSUED_WAIT_S,
     PlasticBatchSystem,
     _option,
     policy_file,
+    update_wait_s,
     updated_info,
 )
 from plastic.store import StoreError
+
+
+def test_the_leader_waits_for_an_update_only_while_a_job_is_out():
+    """Toil's leader asks with maxWait=2 at every turn, also while it only cleans up finished jobs (one
+    per turn at a run's end): with nothing issued no update can come, so it is asked back at once."""
+    assert update_wait_s(2, anything_issued=True) == 2
+    assert update_wait_s(2, anything_issued=False) == NOTHING_ISSUED_WAIT_S < 0.1  # > 0: a backoff must not spin
+    assert update_wait_s(0, anything_issued=False) == 0 == update_wait_s(-1, anything_issued=True)
 
 
 @pytest.mark.parametrize(("outcome", "code", "status", "reason"), [
