@@ -104,11 +104,7 @@ ORPHAN_KILL_WAIT_S = 60.0
 DEFAULT_ADOPT_S = 300.0
 ADOPT_ENV = "PLASTIC_ADOPT_SECONDS"
 RECORD_FLUSH_S = 10.0
-# Toil's leader asks for an update with maxWait=2 at every turn of its loop, also when it has no job out
-# and is only cleaning up finished ones (a scatter, its workflow, ResolveIndirect: one per turn), so a
-# run's end waited about 2 s per turn, 8-10 s in all, where no update could come.  With nothing issued
-# the wait is this short one (not none: a job waiting out a retry backoff would spin the loop).
-NOTHING_ISSUED_WAIT_S = 0.05
+NOTHING_ISSUED_WAIT_S = 0.05  # see update_wait_s
 
 _REASONS = {
     "finished": BatchJobExitReason.FINISHED,
@@ -195,7 +191,9 @@ def updated_info(ended: ReportJobEnd) -> UpdatedBatchJobInfo:
 
 def update_wait_s(max_wait: float, anything_issued: bool) -> float:
     """How long getUpdatedBatchJob waits: Toil's maxWait while a job is out, else NOTHING_ISSUED_WAIT_S
-    at most (no update can come)."""
+    at most.  The leader asks with maxWait=2 at every turn, also with no job out while it cleans up
+    finished ones (scatter, workflow, ResolveIndirect: one per turn), where no update can come: a run's
+    end idled 8-10 s.  Not 0: a job waiting out a retry backoff would spin the loop."""
     wait_s = max(max_wait, 0.0)
     return wait_s if anything_issued else min(wait_s, NOTHING_ISSUED_WAIT_S)
 
