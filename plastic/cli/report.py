@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
 
-from plastic.cli.service import _redis_option
+from plastic.cli.service import _redis_option, run_directory
 
 
 def _run_dir(run: str, redis_url: str | None, redis_ca: str | None) -> Path:
     """RUN as a run directory, or as a run id known to the service's Redis (its ``run_dir`` field)."""
     from plastic.core.errors import InputError
 
-    path = Path(run)
-    if path.is_dir():
+    path = run_directory(run)
+    if path is not None:
         return path
-    if os.sep in run or run.startswith(".") or path.exists():
-        raise InputError("no such run directory", source=run)
     from plastic.store.keys import check_run_id
 
     try:

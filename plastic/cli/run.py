@@ -95,7 +95,8 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
 
     from plastic.cli.redis_opts import redis_url as checked_url
     from plastic.run.modes import make_private
-    from plastic.run.runner import RunRequest, execute, resume
+    from plastic.run.request import RunRequest
+    from plastic.run.runner import execute, resume
     from plastic.run.view import RichDisplay, failure, report_table
 
     make_private()  # the run directory, the job store, Redis's files: this user's only (plastic.run.modes)

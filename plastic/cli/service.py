@@ -103,18 +103,27 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
         conn.close()
 
 
-def _run_store(run: str, redis_url: str | None, redis_ca: str | None):
-    """RUN as a run directory (`plastic run`'s: its own Redis, plastic.run.run_redis.open_to_read) or as
-    the id of a run in the service's Redis.  -> (run id, Store, close)."""
+def run_directory(run: str) -> Path | None:
+    """RUN (of status, logs, report) as a run directory; None when it is a run id.  A word that reads as a
+    path but is not a directory is one line (InputError)."""
     from plastic.core.errors import InputError
 
     path = Path(run)
     if path.is_dir():
+        return path
+    if os.sep in run or run.startswith(".") or path.exists():
+        raise InputError("no such run directory", source=run)
+    return None
+
+
+def _run_store(run: str, redis_url: str | None, redis_ca: str | None):
+    """RUN as a run directory (`plastic run`'s: its own Redis, plastic.run.run_redis.open_to_read) or as
+    the id of a run in the service's Redis.  -> (run id, Store, close)."""
+    path = run_directory(run)
+    if path is not None:
         from plastic.run.run_redis import open_to_read
 
         return open_to_read(path, checked_url(redis_url, redis_ca), redis_ca)
-    if os.sep in run or path.exists():
-        raise InputError("no such run directory", source=run)
     store, conn = _store(redis_url, redis_ca)
     return run, store, conn.close
 

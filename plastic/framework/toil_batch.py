@@ -188,7 +188,6 @@ def updated_info(ended: ReportJobEnd) -> UpdatedBatchJobInfo:
                                wallTime=max(ended.wall_time_s, 0.001), backing_id=ended.mesos_task_id)
 
 
-
 def update_wait_s(max_wait: float, anything_issued: bool) -> float:
     """How long getUpdatedBatchJob waits: Toil's maxWait while a job is out, else NOTHING_ISSUED_WAIT_S
     at most.  The leader asks with maxWait=2 at every turn, also with no job out while it cleans up
@@ -196,6 +195,7 @@ def update_wait_s(max_wait: float, anything_issued: bool) -> float:
     end idled 8-10 s.  Not 0: a job waiting out a retry backoff would spin the loop."""
     wait_s = max(max_wait, 0.0)
     return wait_s if anything_issued else min(wait_s, NOTHING_ISSUED_WAIT_S)
+
 
 class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem):
     """Runs Toil jobs as tasks of plastic's Mesos framework."""

@@ -14,16 +14,14 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plastic.core.elastic import starting_nodes
 from plastic.core.local_shape import LocalShape, local_shape
 from plastic.core.plan import Plan
 from plastic.fileio import write_atomically
+from plastic.run.request import Display, RunRequest
 from plastic.run.watchers import SpotWatchers
-
-if TYPE_CHECKING:
-    from plastic.run.runner import Display, RunRequest
 
 log = logging.getLogger(__name__)
 

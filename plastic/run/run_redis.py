@@ -109,6 +109,7 @@ def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str,
     embedded server (found if it serves, else started on the run's files and stopped again by the
     returned close).  -> (run id, Store, close)."""
     from plastic.store import Store, connect, start_embedded
+    from plastic.store.embedded import URL_ENV
 
     try:
         doc = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
@@ -119,7 +120,7 @@ def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str,
         raise InputError(f"run.json unreadable ({exc})", source=str(run_dir)) from None
     url = given or saved
     if url and not given and is_redacted(saved):  # kept without its password: --redis, else the service's
-        url = os.environ.get("PLASTIC_REDIS_URL") or None
+        url = os.environ.get(URL_ENV) or None
         if url is None:
             raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set "
                              "PLASTIC_REDIS_URL)", source=str(run_dir), field="--redis")

@@ -16,7 +16,7 @@ from plastic.core.progress import Progress
 from plastic.core.report import RunReport
 from plastic.cwl.lower_io import POLICY_NAME
 from plastic.run.disk import OutOfSpaceError
-from plastic.run.runner import Display, RunResult
+from plastic.run.request import Display, RunResult
 from plastic.run.toil_log import LoggedFailure, read_failure
 
 PLAIN_EVERY_S = 5.0

@@ -1,0 +1,96 @@
+"""What `plastic run` is asked to do (RunRequest), what it answers (RunResult), and what shows the run
+while it works (Display): shared by the runner, the local cluster it starts, and the CLI's view."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plastic.core.progress import Progress
+from plastic.core.report import RunReport
+from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.run.ec2 import Ec2Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunRequest:
+    workflow: Path
+    job: Path | None
+    outdir: Path
+    plan_path: Path | None = None
+    master: str | None = None
+    redis_url: str | None = None
+    report_path: Path | None = None
+    run_dir: Path | None = None
+    run_id: str | None = None
+    catalog_path: str | None = None
+    max_agents: int = 8
+    interrupt_rate: float | None = None
+    notice_seconds: float = INTERRUPTION_NOTICE_S
+    seed: int | None = None
+    toil_args: tuple[str, ...] = ()
+    static: bool = False  # the plan's cluster, fixed (else elastic: it grows and shrinks with the work)
+    max_nodes: int | None = None  # elastic: live nodes at most (default: max_agents on a local cluster)
+    idle_s: float = 60.0
+    budget_usd_per_hour: float | None = None
+    budget_usd: float | None = None
+    boot_s: float = 0.0  # local cluster: how long a new agent takes to boot
+    refuse_spot: str = ""  # local cluster: spot types it refuses to create (an emulated shortage; * = all)
+    ec2: Ec2Settings | None = None  # --provider ec2: nodes are EC2 instances joining --master
+    mesos_credential: Path | None = None  # --master authenticates frameworks: the credential's file
+
+    @property
+    def elastic(self) -> bool:
+        """Elastic on a local cluster plastic starts, or on EC2 (a given --master needs a provider)."""
+        return not self.static and (not self.master or self.ec2 is not None)
+
+    def elastic_args(self, run_dir: Path, master: str) -> list[str]:
+        """The batch system's options for the elastic provisioner (plastic.framework.elastic_options)."""
+        if not self.elastic:
+            return []
+        args = ["--plasticPlan", str(run_dir / "plan.json"), "--plasticIdleSeconds", f"{self.idle_s:g}",
+                "--plasticMaxNodes", str(self.max_nodes or self.max_agents)]
+        if self.ec2 is not None:  # boot time: the provider's default unless given
+            args += ["--plasticProvider", "ec2", *self.ec2.batch_args()]
+            args += ["--plasticBootSeconds", f"{self.boot_s:g}"] if self.boot_s else []
+        else:
+            args += ["--plasticProvider", "local", "--plasticProviderUrl", master,
+                     "--plasticBootSeconds", f"{self.boot_s:g}"]
+        if self.catalog_path:
+            args += ["--plasticCatalog", str(Path(self.catalog_path).resolve())]
+        if self.budget_usd_per_hour is not None:
+            args += ["--plasticBudgetPerHour", f"{self.budget_usd_per_hour:g}"]
+        if self.budget_usd is not None:
+            args += ["--plasticBudgetUsd", f"{self.budget_usd:g}"]
+        return args
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    exit_code: int
+    outputs: dict[str, Any] | None
+    report: RunReport
+    notes: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why the run stopped and can be resumed (no disk space)
+
+
+class Display:
+    """What the runner shows while it works (the CLI gives a rich one; tests a silent one)."""
+
+    def note(self, text: str) -> None:
+        log.info("%s", text)
+
+    def start(self, progress: Progress, total_hint: int) -> None:
+        pass
+
+    def update(self, progress: Progress) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
