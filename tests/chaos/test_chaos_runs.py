@@ -274,11 +274,16 @@ def test_flood_of_duplicate_notices_is_handled_once(kill_and_flood):
     res.check_outputs(ITEMS)
     phantoms = res.check_books(N_TASKS)
     r = res.report
-    # exactly one notice for the agent in the run's stream (and its decisions), acted on once; any
-    # duplicate that got past the notices thread is recorded as such
+    # exactly one terminate notice for the agent in the run's stream (and its decisions), acted on once; any
+    # duplicate that got past the notices thread is recorded as such.  The interruption also posts a
+    # rebalance recommendation; a watcher that read instance-action just before it and the rebalance
+    # just after publishes that first, once (a different kind, not a duplicate)
     in_stream = [e for e in k.stream if e.kind == "notice"]
-    assert [(e.fields["agent_id"], e.fields["notice_kind"]) for e in in_stream] == [(k.flooded, "terminate")]
-    assert [n["agent_id"] for n in res.of("notice")] == [k.flooded] and r["notices"] == 1, r
+    terminates = [e.fields["agent_id"] for e in in_stream if e.fields["notice_kind"] == "terminate"]
+    assert terminates == [k.flooded], in_stream
+    assert all(e.fields["agent_id"] == k.flooded for e in in_stream) and len(in_stream) <= 2, in_stream
+    assert [n["agent_id"] for n in res.of("notice", notice_kind="terminate")] == [k.flooded]
+    assert r["notices"] == 1 and r["rebalances"] == len(in_stream) - 1, r
     dups = [e for e in k.stream if e.kind == "duplicate_notice"]
     assert all(e.fields["agent_id"] == k.flooded for e in dups) and len(dups) == len(res.of("duplicate_notice"))
     kills = res.of("drain_kill")
