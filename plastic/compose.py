@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plastic.local.config import AgentSpec
+from plastic.store.urls import URL_ENV
 
 ZK_PORT = 2181
 MASTER_PORT = 5050
@@ -151,7 +152,7 @@ def cluster_services() -> dict[str, dict[str, Any]]:
             "command": ["plastic", "-v", "serve", "--master", ZK_URL, "--redis", REDIS_URL, "--runs-dir",
                         f"{RUNS_IN_CONTAINER}/runs"],
             # its home on the shared folder: a submission's job order made from flags outlives the container
-            "environment": {"PLASTIC_REDIS_URL": REDIS_URL, "PLASTIC_HOME": f"{RUNS_IN_CONTAINER}/home"},
+            "environment": {URL_ENV: REDIS_URL, "PLASTIC_HOME": f"{RUNS_IN_CONTAINER}/home"},
             "volumes": [f"{RUNS_ON_HOST}:{RUNS_IN_CONTAINER}"],
             "depends_on": _healthy("master", "redis"),
             "healthcheck": _health("pgrep -f 'plastic -v serve' >/dev/null && plastic status >/dev/null"),

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-URL_ENV = "PLASTIC_REDIS_URL"
+from plastic.store.urls import URL_ENV
+
 CA_HELP = ("CA certificate file (PEM) that signs the TLS server's certificate, for a rediss:// URL "
            "(default: the system's CAs).")
 

@@ -18,10 +18,10 @@ import click
 
 from plastic.cli.redis_opts import redis_options
 from plastic.core.errors import InputError
+from plastic.store.urls import URL_ENV
 
 log = logging.getLogger(__name__)
 
-REDIS_ENV = "PLASTIC_REDIS_URL"
 AWS_RECOMMENDED_INTERVAL_S = 5.0
 
 
@@ -41,9 +41,9 @@ def _redis(url: str | None, ca_file: str | None = None):
     from plastic.store import Store
     from plastic.store.urls import check_url, with_ca
 
-    url = url or os.environ.get(REDIS_ENV)
+    url = url or os.environ.get(URL_ENV)
     if not url:
-        raise InputError(f"a Redis URL is needed (--redis or ${REDIS_ENV})", source="--redis")
+        raise InputError(f"a Redis URL is needed (--redis or ${URL_ENV})", source="--redis")
     url = check_url(with_ca(url, ca_file))
     try:
         client = Redis.from_url(url, decode_responses=True, socket_timeout=5.0, socket_connect_timeout=2.0)
@@ -76,7 +76,7 @@ def setup_logging(verbose: int) -> None:
 
 @click.command("agent-watch", context_settings={"help_option_names": ["-h", "--help"]})
 @redis_options(f"Redis of the plastic run or service, redis://[USER:PASSWORD@]HOST[:PORT]/DB or rediss://... for "
-               f"TLS (default: ${REDIS_ENV}).")
+               f"TLS (default: ${URL_ENV}).")
 @click.option("--imds", "imds", metavar="URL", default="http://169.254.169.254", show_default=True,
               help="The instance metadata service.")
 @click.option("--interval", metavar="SECONDS", default="2", show_default=True,
@@ -117,7 +117,7 @@ def agent_watch(redis_url: str | None, redis_ca: str | None, imds: str, interval
         client.ping()
     except RedisError as exc:  # it may come up later: notices are retried
         log.warning("Redis at %s is not reachable now (%s); notices will be retried",
-                    redact(redis_url) if redis_url else "$" + REDIS_ENV, exc)
+                    redact(redis_url) if redis_url else "$" + URL_ENV, exc)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -22,6 +22,7 @@ from plastic.core.model import Market, TaskSpec, node_shapes
 from plastic.core.plan import plan_from_json
 from plastic.framework.adapter import Framework
 from plastic.framework.provisioner import DEFAULT_INTERVAL_S, Provisioner
+from plastic.store.urls import URL_ENV
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ def ec2_provider(config: Any, catalog: Any, *, master: str, run_id: str | None):
         raise PlasticError("the ec2 provider needs --plasticImageId", field="--plasticImageId")
     if not run_id:
         raise PlasticError("the ec2 provider needs a run (--plasticRun and --plasticRedis)", field="--plasticRun")
-    redis = getattr(config, "plastic_redis", None) or os.environ.get("PLASTIC_REDIS_URL") or ""
+    redis = getattr(config, "plastic_redis", None) or os.environ.get(URL_ENV) or ""
     settings = NodeSettings(image_id=image_id, master=master, redis=redis,
                             agent_image=getattr(config, "plastic_agent_image", None) or AGENT_IMAGE,
                             key_name=getattr(config, "plastic_key_name", None),

@@ -86,13 +86,12 @@ from plastic.framework.run_store import (
 )
 from plastic.mesos.credential import CREDENTIAL_ENV, read_credential
 from plastic.mesos.errors import MesosFrameworkError
-from plastic.store.urls import with_ca
+from plastic.store.urls import URL_ENV, with_ca
 
 log = logging.getLogger(__name__)
 
 MASTER_ENV = ("PLASTIC_MASTER", "PLASTIC_MASTER_URL")
 RECORD_ENV = "PLASTIC_RECORD_LOG"
-REDIS_ENV = "PLASTIC_REDIS_URL"
 RUN_ENV = "PLASTIC_RUN_ID"
 POLICY_ENV = "PLASTIC_POLICY"
 REBALANCE_ENV = "PLASTIC_REBALANCE"
@@ -405,7 +404,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
 
     @staticmethod
     def _open_run(config: Any) -> RunHandle | None:
-        url = _option(config, "plastic_redis", REDIS_ENV)
+        url = _option(config, "plastic_redis", URL_ENV)
         run_id = _option(config, "plastic_run", RUN_ENV)
         if not url:
             if run_id:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from plastic.compose import AGENT_IMAGE
 from plastic.procs import die_with_parent, stop_process
+from plastic.store.urls import URL_ENV
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def start(settings: Ec2Settings, run_id: str, run_dir: Path, redis_url: str,
     queue_url, _created = cloud.spot_events(aws, run_id)
     argv = [sys.executable, "-m", "plastic", "sqs-watch", "--queue-url", queue_url or "", "--region", aws.region,
             "--wait-seconds", "2"]
-    env = {**os.environ, "PLASTIC_REDIS_URL": redis_url}  # not on the command line
+    env = {**os.environ, URL_ENV: redis_url}  # not on the command line
     with open(run_dir / "sqs-watch.log", "ab") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=run_dir, env=env,
                                 preexec_fn=die_with_parent())  # noqa: PLW1509

@@ -109,7 +109,7 @@ def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str,
     embedded server (found if it serves, else started on the run's files and stopped again by the
     returned close).  -> (run id, Store, close)."""
     from plastic.store import Store, connect, start_embedded
-    from plastic.store.embedded import URL_ENV
+    from plastic.store.urls import URL_ENV
 
     try:
         doc = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))

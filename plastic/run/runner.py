@@ -67,7 +67,7 @@ from plastic.run.toil_command import (
     default_run_dir,
     remove_leader_tmp,
 )
-from plastic.store.urls import is_redacted, redact
+from plastic.store.urls import URL_ENV, is_redacted, redact
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def execute(request: RunRequest, display: Display | None = None,
         notes.append(f"warning: {risk}")
     cleanups: list[Callable[[], None]] = []
     try:
-        external = request.redis_url or os.environ.get("PLASTIC_REDIS_URL") or None
+        external = request.redis_url or os.environ.get(URL_ENV) or None
         # an external Redis is reached first: unreachable (or refusing us) is one line, and no run directory
         redis = RunRedis.open(external, run_dir) if external else None
         if redis is not None:
@@ -339,7 +339,7 @@ def _run_redis(given: str | None, saved: str | None, run_dir: Path) -> str | Non
     """The Redis of a resumed run: --redis, else $PLASTIC_REDIS_URL (how `plastic serve` gives its own to
     the runs it resumes), else the URL run.json keeps (None: the embedded server), unless it was saved
     without its password: then the resume cannot go on."""
-    given = given or os.environ.get("PLASTIC_REDIS_URL") or None
+    given = given or os.environ.get(URL_ENV) or None
     if given or not is_redacted(saved):
         return given or saved
     raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set PLASTIC_REDIS_URL)",

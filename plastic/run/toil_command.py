@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from plastic.core.errors import InputError
+from plastic.store.urls import URL_ENV
 
 CONTAINER_ENGINES = ("docker", "podman", "singularity", "apptainer")
 RECORD_ENV = "PLASTIC_RECORD_LOG"
-REDIS_ENV = "PLASTIC_REDIS_URL"
 # The leader's temporary directory, in the run's: Toil 9.6 leaves files in $TMPDIR at every start (each
 # Config makes a message bus file, which the leader's bus then writes; nothing deletes them), so a run
 # left one to three files in /tmp for good.  Removed with the job store when the run succeeds; kept
@@ -94,7 +94,7 @@ def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir:
     if bin_dir not in env.get("PATH", "").split(os.pathsep):
         env["PATH"] = bin_dir + (os.pathsep + env["PATH"] if env.get("PATH") else "")
     env[RECORD_ENV] = str(run_dir / "decisions.jsonl")
-    env[REDIS_ENV] = redis_url  # not on the command line, which Toil logs and keeps in its job store
+    env[URL_ENV] = redis_url  # not on the command line, which Toil logs and keeps in its job store
     (run_dir / LEADER_TMP).mkdir(mode=0o700, exist_ok=True)  # an absent TMPDIR is silently /tmp again
     env["TMPDIR"] = str(run_dir / LEADER_TMP)
     notes: list[str] = []

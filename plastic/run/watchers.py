@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.procs import die_with_parent
+from plastic.store.urls import URL_ENV
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class SpotWatchers:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             argv = [sys.executable, "-m", "plastic.watch", "-v", "--imds", imds,
                     "--agent-id", agent_id, "--interval", f"{WATCH_INTERVAL_S:g}"]
-            env = {**os.environ, "PLASTIC_REDIS_URL": self.redis_url}  # not on the command line
+            env = {**os.environ, URL_ENV: self.redis_url}  # not on the command line
             with open(self.log_dir / f"{agent_id}.log", "ab") as out:
                 self.procs[agent_id] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                                         cwd=self.log_dir, env=env,

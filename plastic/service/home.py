@@ -16,8 +16,9 @@ from pathlib import Path
 
 from redis import Redis
 
+from plastic.store.urls import URL_ENV
+
 HOME_ENV = "PLASTIC_HOME"
-REDIS_ENV = "PLASTIC_REDIS_URL"
 
 
 def plastic_home() -> Path:
@@ -39,7 +40,7 @@ def service_redis(url: str | None) -> Connection:
     """A client for the service's Redis (see the module docstring); the caller calls ``close``."""
     from plastic.store import connect, start_embedded
 
-    url = url or os.environ.get(REDIS_ENV) or None
+    url = url or os.environ.get(URL_ENV) or None
     if url:
         client, close = connect(url, None)
         return Connection(client, url, close, False)

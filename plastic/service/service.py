@@ -48,11 +48,11 @@ from plastic.core.recovery import (
 from plastic.procs import cmdline_mentions, pid_alive
 from plastic.run.runner import RUN_FILE
 from plastic.store import RunRecord, Store
+from plastic.store.urls import URL_ENV
 
 log = logging.getLogger(__name__)
 
 LOG_FILE = "plastic-run.log"
-URL_ENV = "PLASTIC_REDIS_URL"
 
 
 @dataclass

