@@ -77,7 +77,7 @@ from plastic.core.elastic_packing import (
     weighted_shapes,
 )
 from plastic.core.forecast import fit_ahead
-from plastic.core.model import Market, NodeShape, TaskSpec
+from plastic.core.model import Market, NodeShape, TaskSpec, type_allowed
 from plastic.core.packing import PackedNode, ShapeMenu
 from plastic.core.plan import PlannedNode
 
@@ -394,7 +394,7 @@ def reliable_floor(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> No
     reliable = [t for t in tasks if t.preempt.max_preemptions is not None]
     od = sorted((s for s in shapes if s.reliable), key=lambda s: (s.usd_per_hour, s.name))
     for shape in od:
-        if all(shape.usable.holds(t.demand) and (t.instance_type in (None, shape.name)) for t in reliable):
+        if all(shape.usable.holds(t.demand) and type_allowed(t.instance_type, shape.name) for t in reliable):
             return shape
     return od[0] if od and not reliable else None
 
@@ -402,4 +402,4 @@ def reliable_floor(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> No
 def _holds(node: NodeView, task: WaitingTask) -> bool:
     """The idle node could run the task: room, market and pinned type."""
     return (node.capacity.holds(task.demand) and (node.reliable or not task.needs_reliable)
-            and task.instance_type in (None, node.instance_type))
+            and type_allowed(task.instance_type, node.instance_type))

@@ -24,7 +24,14 @@ from dataclasses import dataclass, replace
 
 from plastic.core.elastic_model import NodeView, WaitingTask
 from plastic.core.lower_bound import lower_bound
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, NodeShape, TaskSpec
+from plastic.core.model import (
+    PREEMPTIBLE,
+    RELIABLE,
+    Market,
+    NodeShape,
+    TaskSpec,
+    type_allowed,
+)
 from plastic.core.packing import PackedNode, ShapeMenu, pack
 from plastic.core.planner import (
     bottleneck_values,
@@ -107,7 +114,7 @@ def fit_into(groups: Sequence[Group], rooms: Sequence[Room]) -> tuple[list[Group
     left: list[Group] = []
     for g in groups:
         eligible = [r for r in rooms if r.vcpus > 0 and r.ram_mib > 0 and (r.reliable or not g.needs_reliable)
-                    and (g.instance_type is None or r.instance_type == g.instance_type)]
+                    and type_allowed(g.instance_type, r.instance_type)]
         # preemptible work on spot nodes first (the book does the same), then the tightest room first
         eligible.sort(key=lambda r: (r.reliable and not g.needs_reliable, r.vcpus, r.ram_mib, r.node_id))
         at = 0

@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from plastic.core.elastic_model import NodeState, NodeView, WaitingTask
 from plastic.core.elastic_packing import Room, fit_into, group_tasks, rooms_of
-from plastic.core.model import TaskSpec
+from plastic.core.model import TaskSpec, type_allowed
 from plastic.core.plan import step_of
 
 
@@ -300,7 +300,7 @@ class _Ahead:
             due = len(ids) if due_at[ids[-1]] <= t else bisect.bisect_right(ids, t, key=due_at.__getitem__)
             eligible = [r for r in self.open.values() if r.vcpus >= g.vcpus and r.ram_mib >= g.ram_mib
                         and (r.reliable or not g.needs_reliable)
-                        and (g.instance_type is None or r.instance_type == g.instance_type)]
+                        and type_allowed(g.instance_type, r.instance_type)]
             eligible.sort(key=lambda r: (r.reliable and not g.needs_reliable, r.vcpus, r.ram_mib, r.node_id))
             at = 0
             for r in eligible:

@@ -97,6 +97,12 @@ class TaskSpec:
         return Resources(self.vcpus, self.ram_mib)
 
 
+def type_allowed(pinned: str | None, type_name: str | None) -> bool:
+    """Whether a task pinned to instance type ``pinned`` (its step's instanceType; None: not pinned)
+    may run on a node or shape of type ``type_name``."""
+    return pinned is None or pinned == type_name
+
+
 @dataclass(frozen=True, slots=True)
 class InstanceType:
     name: str

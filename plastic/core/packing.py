@@ -21,7 +21,7 @@ from itertools import count
 
 from plastic.core.errors import UnplaceableTaskError
 from plastic.core.lower_bound import Prices
-from plastic.core.model import NodeShape, Resources, TaskSpec
+from plastic.core.model import NodeShape, Resources, TaskSpec, type_allowed
 
 
 class OpenNode:
@@ -67,7 +67,7 @@ def allowed_on(task: TaskSpec, shape: NodeShape) -> bool:
     """May `task` run on a node of `shape` at all (market and pinned type; not capacity)?"""
     if not task.preempt.preemptible and not shape.reliable:
         return False
-    if task.instance_type is not None and shape.instance_type.name != task.instance_type:
+    if not type_allowed(task.instance_type, shape.instance_type.name):
         return False
     return True
 
@@ -217,7 +217,7 @@ class PackedNode:
         """Could every task of this node run on `shape` (market, pinned type, capacity)?"""
         if self.has_reliable and not shape.reliable:
             return False
-        if self.pinned_type is not None and shape.instance_type.name != self.pinned_type:
+        if not type_allowed(self.pinned_type, shape.instance_type.name):
             return False
         return shape.usable.vcpus >= self.used.vcpus and shape.usable.ram_mib >= self.used.ram_mib
 
@@ -252,7 +252,7 @@ class ShapeMenu:
             found = self._holding[key] = tuple(
                 s for s in self.shapes
                 if s.usable.vcpus >= vcpus and s.usable.ram_mib >= ram_mib and (preemptible or s.reliable)
-                and (pinned is None or s.instance_type.name == pinned)
+                and type_allowed(pinned, s.instance_type.name)
             )
         return found
 

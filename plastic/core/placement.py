@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
-from plastic.core.model import Preempt, Resources
+from plastic.core.model import Preempt, Resources, type_allowed
 
 DEFAULT_REFUSE_SECONDS = 5.0
 BUSY_REFUSE_SECONDS = 1.0
@@ -130,7 +130,7 @@ def why_unplaceable(task: PendingTask, agents: Iterable[AgentInfo]) -> str | Non
     """None when some agent of the cluster could hold the task alone; else the reason."""
     agents = list(agents)
     eligible = [a for a in agents if not (task.needs_reliable and a.preemptible)
-                and (task.instance_type is None or a.instance_type == task.instance_type)]
+                and type_allowed(task.instance_type, a.instance_type)]
     if not agents:
         return "the cluster has no agents"
     if not eligible:
@@ -200,7 +200,7 @@ def _place_pass(offers: Sequence[Offer], queue: Sequence[PendingTask], cluster: 
         for o in usable:
             if task.needs_reliable and o.agent.preemptible:
                 continue
-            if task.instance_type is not None and o.agent.instance_type != task.instance_type:
+            if not type_allowed(task.instance_type, o.agent.instance_type):
                 continue
             left = free[o.offer_id] - task.demand
             if not left.nonnegative:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plastic.core.errors import InputError
-from plastic.core.model import Market, Preempt, Resources, TaskSpec
+from plastic.core.model import Market, Preempt, Resources, TaskSpec, type_allowed
 
 SCHEMA = "plastic.plan/v1"
 
@@ -95,7 +95,7 @@ def beyond_on_demand(plan: Plan) -> tuple[TaskSpec, ...]:
     reliable = {(n.capacity.vcpus, n.capacity.ram_mib, n.instance_type) for n in plan.nodes
                 if n.market is Market.ON_DEMAND}
     return tuple(t for t in plan.tasks if t.preempt.preemptible and not any(
-        t.vcpus <= vcpus and t.ram_mib <= ram_mib and t.instance_type in (None, name)
+        t.vcpus <= vcpus and t.ram_mib <= ram_mib and type_allowed(t.instance_type, name)
         for vcpus, ram_mib, name in reliable))
 
 

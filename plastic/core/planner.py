@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from plastic.core.errors import PlanningError
 from plastic.core.lower_bound import LowerBound, Prices, lower_bound
-from plastic.core.model import Market, NodeShape, TaskSpec
+from plastic.core.model import Market, NodeShape, TaskSpec, type_allowed
 from plastic.core.packing import (
     OpenNode,
     OpenNodes,
@@ -187,7 +187,7 @@ def lookahead_chooser(shapes: Shapes, values: dict[str, float], head: int, sprea
             got = own
             for t in window:
                 if t.vcpus <= fc and t.ram_mib <= fr and not (spot and t.preempt.max_preemptions == 0) \
-                        and (t.instance_type is None or t.instance_type == name):
+                        and type_allowed(t.instance_type, name):
                     fc -= t.vcpus
                     fr -= t.ram_mib
                     got += values[t.id]
