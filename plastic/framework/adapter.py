@@ -108,6 +108,7 @@ class Framework(Scheduler):
         self.wall_clock = wall_clock
         self.ended: queue.Queue[cmd.ReportJobEnd] = queue.Queue()
         self.on_ended = on_ended or self.ended.put
+        self.on_issued: list[Callable[[], None]] = []  # called (off the lock) after each job issued
         self.commands: dict[str, TaskCommand] = {}
         self.unplaceable: dict[str, str] = {}
         self.offer_resources: dict[str, dict[str, Mapping[str, Any]]] = {}  # offer id -> name -> resource
@@ -249,6 +250,8 @@ class Framework(Scheduler):
         with self.lock:
             self.commands[job_id] = command
             self.apply(evt.JobIssued(job_id, demand, preempt, instance_type, tool, name, step, job_store_id))
+        for listener in self.on_issued:
+            listener()
 
     def kill(self, job_id: str, wait_s: float = 30.0) -> bool:
         """KillRequested, then wait (bounded) until the book has ended the job.  True when it has."""

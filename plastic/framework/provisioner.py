@@ -1,7 +1,9 @@
 """Provisioner: the elastic controller's shell in the batch system (decides nothing itself).
 
-Every ``interval_s`` it lists the provider's nodes (off the Framework's lock), turns them and the
-JobBook's queue into one observation (under the lock: the book is read, never changed), hands it to
+Every ``interval_s``, and sooner when the Toil leader issues work (once it has been quiet for
+``BATCH_IDLE_S``: a burst of jobs is looked at together, as Karpenter batches pending pods), it
+lists the provider's nodes (off the Framework's lock), turns them and the JobBook's queue into one
+observation (under the lock: the book is read, never changed), hands it to
 the ElasticController (plastic.core.elastic) and carries out what it decides:
 
     CordonNode    -> the Framework gives the node's agent no new work (AgentsIgnored), at once, under
@@ -53,6 +55,7 @@ from plastic.providers import NodeRequest, Provider, ProviderError, ProviderNode
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_S = 5.0
+BATCH_IDLE_S = 1.0  # after a job is issued, the look waits until no other came for this long
 
 
 class Provisioner:
@@ -68,6 +71,7 @@ class Provisioner:
         self.tags = dict(tags or {})
         self.wall_clock = wall_clock
         self._stop = threading.Event()
+        self._issued = threading.Event()  # set by the Framework when Toil issues a job, and by stop()
         self._thread: threading.Thread | None = None
         self._provider_down = False
         self.plan_tasks = tuple(plan_tasks)  # expected until Toil issues them (plan_ahead)
@@ -76,21 +80,38 @@ class Provisioner:
     def start(self) -> Provisioner:
         with self.framework.lock:
             self._started_at = self.framework.clock()
+        self.framework.on_issued.append(self._issued.set)
         self._thread = threading.Thread(target=self._loop, name="plastic-provisioner", daemon=True)
         self._thread.start()
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
+        self._issued.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while True:
+            self._wait_for_look()
+            if self._stop.is_set():
+                return
             try:
                 self.tick()
             except Exception:  # the provisioner must survive anything; the run goes on with what it has
                 log.exception("elastic provisioning step failed")
+
+    def _wait_for_look(self) -> None:
+        """Until the next look: ``interval_s`` from the last one, or sooner once Toil has issued work and
+        then nothing more for ``BATCH_IDLE_S`` (never later than ``interval_s``)."""
+        deadline = time.monotonic() + self.interval_s
+        if not self._issued.wait(self.interval_s):
+            return
+        while not self._stop.is_set():
+            self._issued.clear()
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._issued.wait(min(BATCH_IDLE_S, left)):
+                return
 
     # ------------------------------------------------------------ one step
 

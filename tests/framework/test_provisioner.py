@@ -78,6 +78,41 @@ def test_queued_work_creates_spot_nodes_whose_agents_then_take_it():
     assert launched == sorted([core, core] + [n.node_id for n in spot for _ in range(2)])  # spot first, then core
 
 
+def test_work_issued_is_looked_at_soon_after_its_burst_not_at_the_next_interval():
+    """Toil issues a scatter's jobs together: the running provisioner looks once they stop coming
+    (BATCH_IDLE_S of quiet), not up to interval_s later; stop() wakes a loop that waits."""
+    import threading
+    import time
+
+    from plastic.framework import provisioner as provisioner_module
+
+    fw, provider, _, rec, clock, core = setup()
+    prov = Provisioner(fw, ElasticController(SHAPES, ElasticPolicy(idle_s=30)), provider, SHAPES, interval_s=600)
+    looked = threading.Event()
+    tick = prov.tick
+
+    def tick_and_tell():
+        outputs = tick()
+        looked.set()
+        return outputs
+
+    prov.tick = tick_and_tell
+    prov.start()
+    try:
+        started = time.monotonic()
+        for i in range(4):
+            fw.issue(f"j{i}", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE)
+        assert looked.wait(60), "no look within a minute of the jobs issued (the interval is 10 minutes)"
+        waited = time.monotonic() - started
+        assert waited >= provisioner_module.BATCH_IDLE_S * 0.9  # the burst's quiet was waited for
+        assert [c.market for name, c in provider.calls if name == "create"][1:] == [Market.SPOT]
+        assert rec.of("node_requested")[0]["reason"] == "queued_work"
+    finally:
+        stopped = time.monotonic()
+        prov.stop(timeout_s=30)
+    assert not prov._thread.is_alive() and time.monotonic() - stopped < 30
+
+
 def test_an_idle_node_is_cordoned_then_terminated_and_never_the_reliable_one():
     fw, provider, prov, rec, clock, core = setup()
     core_node = provider.nodes[core]
