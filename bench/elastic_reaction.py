@@ -28,6 +28,8 @@ EXAMPLE = HERE / "cwl-examples" / "dynamic-scatter"
 
 
 def one_run(plastic_from: Path, work: Path, job: Path, extra: list[str]) -> dict[str, float]:
+    from bench.common import decisions as read_decisions
+
     run_dir = work / "run"
     env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
     env["PYTHONPATH"] = str(plastic_from)
@@ -37,7 +39,7 @@ def one_run(plastic_from: Path, work: Path, job: Path, extra: list[str]) -> dict
     wall_s = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"plastic run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    decisions = [json.loads(line) for line in (run_dir / "decisions.jsonl").read_text().splitlines() if line]
+    decisions = read_decisions(run_dir)
     report = json.loads((run_dir / "report.json").read_text())
     scatter_issued = [d["t"] for d in decisions if d["kind"] == "issued" and d.get("preempt") != "false"]
     requested = [d["t"] for d in decisions if d["kind"] == "node_requested"]

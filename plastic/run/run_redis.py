@@ -23,7 +23,7 @@ from typing import Any
 from plastic.core.errors import InputError, RunFailedError
 from plastic.core.lifecycle import RunState
 from plastic.store.errors import is_unavailable
-from plastic.store.urls import is_redacted, redact
+from plastic.store.urls import URL_ENV, is_redacted, redact
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +103,18 @@ class RunRedis:
             self.server.stop()
 
 
+def password_needed(saved: str, run_dir: Path) -> InputError:
+    """The error for a run whose run.json keeps its Redis URL without the password, and nothing gave it."""
+    return InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set {URL_ENV})",
+                      source=str(run_dir), field="--redis")
+
+
 def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str, Any, Callable[[], None]]:
     """The Redis of the run in ``run_dir``, for `plastic status RUN_DIR` and `plastic logs RUN_DIR`:
     ``given``, else the URL its run.json keeps (kept without its password: $PLASTIC_REDIS_URL), else its
     embedded server (found if it serves, else started on the run's files and stopped again by the
     returned close).  -> (run id, Store, close)."""
     from plastic.store import Store, connect, start_embedded
-    from plastic.store.urls import URL_ENV
 
     try:
         doc = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
@@ -122,8 +127,7 @@ def open_to_read(run_dir: Path, given: str | None, ca: str | None) -> tuple[str,
     if url and not given and is_redacted(saved):  # kept without its password: --redis, else the service's
         url = os.environ.get(URL_ENV) or None
         if url is None:
-            raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set "
-                             "PLASTIC_REDIS_URL)", source=str(run_dir), field="--redis")
+            raise password_needed(saved, run_dir)
     if url:
         client, close = connect(url, ca)
         return run_id, Store(client), close

@@ -60,7 +60,7 @@ from plastic.run.local_run_cluster import follow_new_agents, start_cluster
 from plastic.run.modes import private_dir, share_outputs, shared_dir
 from plastic.run.request import Display, RunRequest, RunResult
 from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
-from plastic.run.run_redis import RunRedis
+from plastic.run.run_redis import RunRedis, password_needed
 from plastic.run.toil_command import (
     build_invocation,
     check_run_dir,
@@ -342,8 +342,7 @@ def _run_redis(given: str | None, saved: str | None, run_dir: Path) -> str | Non
     given = given or os.environ.get(URL_ENV) or None
     if given or not is_redacted(saved):
         return given or saved
-    raise InputError(f"the run's Redis ({saved}) needs its password: give --redis URL (or set PLASTIC_REDIS_URL)",
-                     source=str(run_dir), field="--redis")
+    raise password_needed(saved, run_dir)
 
 
 def resume(run_dir: Path, redis_url: str | None = None, display: Display | None = None,
