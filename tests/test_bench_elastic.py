@@ -20,6 +20,7 @@ from plastic.core.model import (
     node_shapes,
 )
 from plastic.core.sizing import plan_workload
+from tests.fakes.workloads import dag
 
 CATALOG = Catalog((
     InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
@@ -27,13 +28,6 @@ CATALOG = Catalog((
     InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
 ))
 SHAPES = node_shapes(CATALOG)
-
-
-def dag() -> list[TaskSpec]:
-    """split (reliable) -> 8 x sort (preempt 2, 300 s) -> merge (reliable)."""
-    sorts = [TaskSpec(f"sort{i}", 1, 1024, Preempt(2), 300.0, parents=("split",)) for i in range(8)]
-    return [TaskSpec("split", 1, 512, RELIABLE, 30.0), *sorts,
-            TaskSpec("merge", 1, 1024, RELIABLE, 30.0, parents=tuple(t.id for t in sorts))]
 
 
 def plan_of(tasks):

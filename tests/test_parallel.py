@@ -17,7 +17,7 @@ from bench.synthetic import mixed_tasks
 from plastic.core.planner import one_by_one, solve
 from plastic.parallel import cores, fork_map
 from tests.clirun import REPO
-from tests.core.conftest import SHAPES
+from tests.fakes.catalogs import SHAPES
 
 needs_two_cores = pytest.mark.skipif(not hasattr(os, "fork") or cores() < 2, reason="needs fork and two cores")
 

@@ -9,7 +9,7 @@ from plastic.core.report import AgentSpan, RunEvent
 from plastic.core.run_picture import build_picture
 from plastic.report_html import render_html
 from plastic.report_svg import Scale, fmt_s, fmt_usd, short_agent
-from tests.core.test_run_picture import CORE, SPOT, preempted_story
+from tests.fakes.stories import CORE, SPOT, preempted_story
 
 HOSTILE = "<script>alert(1)</script>"
 BAR = re.compile(r'<rect class="attempt" data-task="([^"]*)"[^>]*data-market="(\w+)" data-outcome="(\w+)"')

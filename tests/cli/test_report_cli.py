@@ -12,17 +12,14 @@ import pytest
 
 from plastic.core.model import Market, Resources
 from plastic.core.plan import Plan, PlannedNode, plan_to_json
-from plastic.core.report import AgentSpan, build_report
+from plastic.core.report import build_report
 from plastic.store import Store
 from tests.clirun import assert_one_line_error, plastic
-from tests.core.test_run_picture import preempted_story
-
-CORE = AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085)
-SPOT = AgentSpan("spot-1", "burst", True, "m5.large", 0.0326, 0.096)
+from tests.fakes.stories import CORE, SPOT, preempted_story
 
 
 def make_run_dir(path: Path, *, report: bool = True) -> Path:
-    """A run directory as `plastic run` leaves it, from the hand-made story of tests.core.test_run_picture."""
+    """A run directory as `plastic run` leaves it, from the hand-made story of tests/fakes/stories.py."""
     path.mkdir(parents=True)
     plan = Plan(tasks=(), nodes=(
         PlannedNode("core-1", "core", "c5.large", Market.ON_DEMAND, 0.085, Resources(2, 4096), (), 0.085),

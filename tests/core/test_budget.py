@@ -1,7 +1,7 @@
 """Budget mode (plastic/core/sizing.py): the cheapest feasible cluster, grown within --budget-per-hour
 with nodes of any shape of the catalog.
 
-The catalog is tests/core/conftest.py's: the same rows (types, capacities, on-demand and spot prices)
+The catalog is tests/fakes/catalogs.py's: the same rows (types, capacities, on-demand and spot prices)
 as the embedded us-east-1 catalog `plastic plan` uses by default.
 """
 
@@ -23,7 +23,7 @@ from plastic.core.model import (
 from plastic.core.packing import shape_holds
 from plastic.core.plan import Plan, PlanOptions
 from plastic.core.sizing import minimal_cluster, plan_workload
-from tests.core.conftest import CATALOG, INSTANCE_TYPES, SHAPES
+from tests.fakes.catalogs import CATALOG, INSTANCE_TYPES, SHAPES
 
 GIB = 1024
 BY_TYPE = {t.name: t for t in INSTANCE_TYPES}

@@ -21,18 +21,10 @@ from plastic.core.elastic_model import (
     UncordonNode,
     WaitingTask,
 )
-from plastic.core.jobbook_records import Record
-from plastic.core.model import Catalog, InstanceType, Market, Resources, node_shapes
+from plastic.core.model import Market, Resources
+from tests.fakes.catalogs import ELASTIC_CATALOG, ELASTIC_SHAPES
+from tests.fakes.records import of, records
 
-CATALOG = Catalog((
-    InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
-    InstanceType("c5.xlarge", 4, 8192, 0.17, 0.0748, "<5%"),
-    InstanceType("c5.4xlarge", 16, 32768, 0.68, 0.2312, ">20%"),
-    InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
-    InstanceType("m5.xlarge", 4, 16384, 0.192, 0.0653, ">20%"),
-    InstanceType("r5.large", 2, 16384, 0.126, 0.0504, "<5%"),
-))
-SHAPES = node_shapes(CATALOG)
 _ids = itertools.count()
 
 
@@ -42,7 +34,7 @@ def task(tid, vcpus=1, ram=1024, reliable=False, pin=None, waited=0.0):
 
 def node(nid, itype="c5.large", market=Market.ON_DEMAND, state=NodeState.READY, *, used=(0, 0), running=0,
          idle_since=0.0, created_at=0.0, ended_at=None, released=False):
-    t = CATALOG.by_name(itype)
+    t = ELASTIC_CATALOG.by_name(itype)
     price = t.on_demand_usd_per_hour if market is Market.ON_DEMAND else t.spot_usd_per_hour
     return NodeView(nid, "core" if market is Market.ON_DEMAND else "burst", itype, market, state, t.capacity, price,
                     created_at, Resources(*used), running, None if running else idle_since, ended_at, released)
@@ -51,24 +43,16 @@ def node(nid, itype="c5.large", market=Market.ON_DEMAND, state=NodeState.READY, 
 CORE = node("core-1", used=(2, 4096), running=2)  # the reliable node, busy
 
 
-def of(out, cls):
-    return [o for o in out if isinstance(o, cls)]
-
-
-def records(out, kind):
-    return [o.fields for o in out if isinstance(o, Record) and o.kind == kind]
-
-
 def scatter(n, **kw):
     return tuple(task(f"s[{i}]", **kw) for i in range(n))
 
 
 def test_queued_preemptible_work_gets_spot_nodes_of_the_cheapest_weighted_shape():
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     out = ctl.handle(ClusterObserved(scatter(12), (CORE,)), 10.0)
     creates = of(out, CreateNodes)
     assert creates and all(c.market is Market.SPOT for c in creates)
-    slots = sum(CATALOG.by_name(c.instance_type).vcpus * c.count for c in creates)
+    slots = sum(ELASTIC_CATALOG.by_name(c.instance_type).vcpus * c.count for c in creates)
     assert slots >= 12
     (rec,) = records(out, "node_requested")
     assert rec["reason"] == "queued_work" and rec["tasks"][:2] == ["s[0]", "s[10]"]
@@ -76,22 +60,22 @@ def test_queued_preemptible_work_gets_spot_nodes_of_the_cheapest_weighted_shape(
 
 def test_band_weighting_prefers_the_low_band_when_the_price_difference_is_small():
     # one 2-vCPU/4-GiB task: m5.large spot is 7% cheaper than c5.large spot but in the 15-20% band
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     (create,) = of(ctl.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), 0.0), CreateNodes)
     assert (create.instance_type, create.market) == ("c5.large", Market.SPOT)
-    by_price = ElasticController(SHAPES, ElasticPolicy(band_weight=0.0))
+    by_price = ElasticController(ELASTIC_SHAPES, ElasticPolicy(band_weight=0.0))
     (create,) = of(by_price.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), 0.0), CreateNodes)
     assert (create.instance_type, create.market) == ("m5.large", Market.SPOT)
 
 
 def test_reliable_work_gets_on_demand_nodes():
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     out = ctl.handle(ClusterObserved(scatter(3, reliable=True), (CORE,)), 0.0)
     assert {c.market for c in of(out, CreateNodes)} == {Market.ON_DEMAND}
 
 
 def test_free_room_and_creations_in_flight_count_as_capacity():
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     roomy = node("core-2", "c5.xlarge", used=(0, 0), idle_since=5.0)
     assert not of(ctl.handle(ClusterObserved(scatter(4), (CORE, roomy)), 10.0), CreateNodes)
     first = of(ctl.handle(ClusterObserved(scatter(8), (CORE,)), 10.0), CreateNodes)
@@ -110,21 +94,21 @@ def test_free_room_and_creations_in_flight_count_as_capacity():
 
 
 def test_a_nodes_boot_is_counted_to_when_it_was_ready_not_to_the_look_that_saw_it():
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     (ask,) = of(ctl.handle(ClusterObserved(scatter(2), (CORE,)), 10.0), CreateNodes)
     ctl.handle(NodesCreated(ask.request, ("n1",)), 10.5)
     up = replace(node("n1", ask.instance_type, Market.SPOT, created_at=10.0, used=(1, 1024), running=1),
                  ready_at=11.5)
     (ready,) = records(ctl.handle(ClusterObserved((), (CORE, up)), 15.0), "node_ready")
     assert (ready["boot_s"], ready["seen_after_s"]) == (1.5, 3.5)
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     (ask,) = of(ctl.handle(ClusterObserved(scatter(2), (CORE,)), 16.0), CreateNodes)
     ctl.handle(NodesCreated(ask.request, ("n2",)), 16.0)
     unknown = node("n2", ask.instance_type, Market.SPOT, created_at=16.0, used=(1, 1024), running=1)
     (ready,) = records(ctl.handle(ClusterObserved((), (CORE, unknown)), 20.0), "node_ready")
     assert (ready["boot_s"], ready["seen_after_s"]) == (4.0, 0.0)  # no ready time known: the look's
     # up, then a notice, before a look saw it up: it was ready all the same; one noticed while booting was not
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     (ask,) = of(ctl.handle(ClusterObserved(scatter(4), (CORE,)), 30.0), CreateNodes)
     ctl.handle(NodesCreated(ask.request, ("n3", "n4")), 30.0)
     noticed = [replace(node(i, ask.instance_type, Market.SPOT, NodeState.DRAINING, created_at=30.0), ready_at=at)
@@ -134,7 +118,7 @@ def test_a_nodes_boot_is_counted_to_when_it_was_ready_not_to_the_look_that_saw_i
 
 
 def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_is_avoided():
-    ctl = ElasticController(SHAPES, ElasticPolicy(max_interruptions=2, interruption_window_s=600))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(max_interruptions=2, interruption_window_s=600))
     spot = [node(f"b{i}", "c5.large", Market.SPOT, used=(2, 2048), running=2) for i in range(2)]
     ctl.handle(ClusterObserved((), (CORE, *spot)), 0.0)
     gone = [node(n.node_id, "c5.large", Market.SPOT, NodeState.INTERRUPTED, ended_at=50.0) for n in spot[:1]]
@@ -154,7 +138,7 @@ def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_
 
 
 def test_refused_spot_falls_back_to_the_next_shape_then_to_on_demand():
-    ctl = ElasticController(SHAPES, ElasticPolicy(max_spot_refusals=99))  # every spot shape is tried
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(max_spot_refusals=99))  # every spot shape is tried
     seen = []
     for now in range(20):
         out = ctl.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), float(now))
@@ -172,7 +156,7 @@ def test_refused_spot_falls_back_to_the_next_shape_then_to_on_demand():
 
 
 def test_spot_refused_for_two_types_sends_preemptible_work_on_demand_until_a_refusal_expires():
-    ctl = ElasticController(SHAPES, ElasticPolicy(refused_for_s=300))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(refused_for_s=300))
     seen = []
     for now in range(5):
         out = ctl.handle(ClusterObserved((task("t", 2, 4096),), (CORE,)), float(now))
@@ -185,7 +169,7 @@ def test_spot_refused_for_two_types_sends_preemptible_work_on_demand_until_a_ref
     assert records(out, "node_requested")[0]["reason"] == "spot_refused"
     # reliable work is not "spot refused"; once the refusals expire, spot is tried again
     for later, market in ((2.0, Market.ON_DEMAND), (400.0, Market.SPOT)):
-        ctl = ElasticController(SHAPES, ElasticPolicy(refused_for_s=300))
+        ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(refused_for_s=300))
         for i, now in enumerate((0.0, 1.0)):
             c = of(ctl.handle(ClusterObserved((task(f"t{i}", 2, 4096),), (CORE,)), now), CreateNodes)[0]
             ctl.handle(CreateRefused(c.request, c.instance_type, c.market, "InsufficientInstanceCapacity"), now)
@@ -196,7 +180,7 @@ def test_spot_refused_for_two_types_sends_preemptible_work_on_demand_until_a_ref
 
 
 def test_idle_nodes_are_cordoned_then_released_never_the_last_reliable_nor_a_busy_one():
-    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=60))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=60))
     lone_core = node("core-1", idle_since=0.0)
     idle_spot = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
     busy_spot = node("b2", "c5.large", Market.SPOT, used=(1, 1024), running=1)
@@ -209,7 +193,7 @@ def test_idle_nodes_are_cordoned_then_released_never_the_last_reliable_nor_a_bus
 
 
 def test_a_node_that_queued_work_fits_is_not_idle_and_a_cordoned_node_that_got_a_task_waits():
-    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=60))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=60))
     idle_spot = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
     assert not of(ctl.handle(ClusterObserved(scatter(1), (CORE, idle_spot)), 100.0), CordonNode)
     ctl.handle(ClusterObserved((), (CORE, idle_spot)), 101.0)
@@ -220,7 +204,7 @@ def test_a_node_that_queued_work_fits_is_not_idle_and_a_cordoned_node_that_got_a
 def test_a_cordoned_node_that_work_came_for_is_uncordoned_not_released_and_nothing_is_bought_for_it():
     """Toil issued a scatter just after the spot node went idle and was cordoned: the node takes it
     (released, the work would wait for new nodes); work it cannot hold does not keep it."""
-    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=2))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=2))
     idle_spot = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
     busy_core = node("core-1", used=(2, 4096), running=2)
     assert [c.node_id for c in of(ctl.handle(ClusterObserved((), (busy_core, idle_spot)), 3.0), CordonNode)] == ["b1"]
@@ -234,7 +218,7 @@ def test_a_cordoned_node_that_work_came_for_is_uncordoned_not_released_and_nothi
 
 
 def test_no_reliable_node_left_creates_one():
-    ctl = ElasticController(SHAPES)
+    ctl = ElasticController(ELASTIC_SHAPES)
     spot = node("b1", "c5.large", Market.SPOT, used=(1, 1024), running=1)
     out = ctl.handle(ClusterObserved((), (spot,)), 0.0)
     (c,) = of(out, CreateNodes)
@@ -243,9 +227,9 @@ def test_no_reliable_node_left_creates_one():
 
 
 def test_budget_per_hour_is_never_exceeded_and_said_once():
-    ctl = ElasticController(SHAPES, ElasticPolicy(budget_usd_per_hour=0.085 + 0.0349 * 2))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(budget_usd_per_hour=0.085 + 0.0349 * 2))
     out = ctl.handle(ClusterObserved(scatter(20), (CORE,)), 0.0)
-    added = sum(next(s.usd_per_hour for s in SHAPES if s.name == c.instance_type and s.market is c.market) * c.count
+    added = sum(next(s.usd_per_hour for s in ELASTIC_SHAPES if s.name == c.instance_type and s.market is c.market) * c.count
                 for c in of(out, CreateNodes))
     assert 0.085 + added <= 0.085 + 0.0349 * 2 + 1e-9
     (stop,) = records(out, "growth_stopped")
@@ -255,23 +239,23 @@ def test_budget_per_hour_is_never_exceeded_and_said_once():
 
 def test_whole_run_budget_stops_growth_when_the_projected_spend_reaches_it():
     pol = ElasticPolicy(budget_usd=0.05, budget_horizon_s=900)
-    ctl = ElasticController(SHAPES, pol)
+    ctl = ElasticController(ELASTIC_SHAPES, pol)
     old = node("core-1", used=(2, 4096), running=2, created_at=-1200.0)  # 0.085 $/h for 20 min: 0.0283 $
     out = ctl.handle(ClusterObserved(scatter(8), (old,)), 0.0)
     assert not of(out, CreateNodes) and records(out, "growth_stopped")[0]["limit"] == "budget_usd"
-    cheap = ElasticController(SHAPES, ElasticPolicy(budget_usd=1.0))
+    cheap = ElasticController(ELASTIC_SHAPES, ElasticPolicy(budget_usd=1.0))
     assert of(cheap.handle(ClusterObserved(scatter(8), (old,)), 0.0), CreateNodes)
 
 
 def test_max_nodes():
-    ctl = ElasticController(SHAPES, ElasticPolicy(max_nodes=2))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(max_nodes=2))
     out = ctl.handle(ClusterObserved(scatter(40), (CORE,)), 0.0)
     assert sum(c.count for c in of(out, CreateNodes)) == 1
     assert records(out, "growth_stopped")[0]["limit"] == "max_nodes"
 
 
 def test_a_released_shape_is_not_created_again_for_the_same_work_within_the_hysteresis_window():
-    ctl = ElasticController(SHAPES, ElasticPolicy(idle_s=10, hysteresis_s=120))
+    ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=10, hysteresis_s=120))
     pinned = task("p", 2, 4096, pin="r5.large")  # fits neither node: it waits for its own shape
     idle = node("b1", "c5.large", Market.SPOT, idle_since=0.0)
     ctl.handle(ClusterObserved((), (CORE, idle)), 20.0)  # cordoned
@@ -297,7 +281,7 @@ def test_same_observation_in_any_order_gives_the_same_decisions(seed):
     for _ in range(2):
         rng.shuffle(queued)
         rng.shuffle(nodes)
-        outs.append(ElasticController(SHAPES).handle(ClusterObserved(tuple(queued), tuple(nodes)), 100.0))
+        outs.append(ElasticController(ELASTIC_SHAPES).handle(ClusterObserved(tuple(queued), tuple(nodes)), 100.0))
     assert outs[0] == outs[1]
 
 
@@ -313,7 +297,7 @@ def test_a_wide_scatters_last_tasks_are_packed_again_when_that_is_cheaper():
 
     queued = [task(f"s{i:03}", 1, 1000 + i) for i in range(170)]  # groups of one, as a trace's tasks are
     assert len(queued) > PLAN_TASKS_MAX
-    shapes = weighted_shapes(SHAPES, ElasticPolicy().band_weight)
+    shapes = weighted_shapes(ELASTIC_SHAPES, ElasticPolicy().band_weight)
     nodes = plan_groups(group_tasks(queued), shapes)
     assert sorted(t.id for n in nodes for t in n.tasks) == sorted(t.task_id for t in queued)
     assert all(n.shape.usable.holds(n.used) for n in nodes)
@@ -335,7 +319,7 @@ def test_a_wide_scatter_is_packed_by_groups_with_every_rule_kept():
     queued = ([task(f"s{i}", 1, 1024) for i in range(200)] + [task(f"r{i}", 2, 4096, reliable=True) for i in range(7)]
               + [task(f"p{i}", 2, 8192, pin="r5.large") for i in range(3)] + [task(f"b{i}", 3, 3000) for i in range(5)])
     assert len(queued) > PLAN_TASKS_MAX
-    nodes = plan_groups(group_tasks(queued), weighted_shapes(SHAPES, ElasticPolicy().band_weight))
+    nodes = plan_groups(group_tasks(queued), weighted_shapes(ELASTIC_SHAPES, ElasticPolicy().band_weight))
     placed = [t.id for n in nodes for t in n.tasks]
     assert sorted(placed) == sorted(t.task_id for t in queued)  # each task once
     for n in nodes:
@@ -354,7 +338,7 @@ def test_a_wide_scatter_is_packed_by_groups_with_every_rule_kept():
     # shapes, cheaper than a c5.4xlarge for 8); weighing risk twice as much, the <5% band wins
     assert {n.shape.name for n in nodes if len(n.tasks) == 16} == {"c5.4xlarge"}
     assert "c5.4xlarge" in scatter_shapes(nodes)
-    assert scatter_shapes(plan_groups(group_tasks(queued), weighted_shapes(SHAPES, 1.0))) == {"c5.large"}
-    ctl = ElasticController(SHAPES)
+    assert scatter_shapes(plan_groups(group_tasks(queued), weighted_shapes(ELASTIC_SHAPES, 1.0))) == {"c5.large"}
+    ctl = ElasticController(ELASTIC_SHAPES)
     out = ctl.handle(ClusterObserved(tuple(queued), (CORE,)), 0.0)
     assert sum(c.count for c in of(out, CreateNodes)) == len(nodes)

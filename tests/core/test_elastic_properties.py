@@ -39,9 +39,9 @@ from plastic.core.elastic_model import (
     WaitingTask,
 )
 from plastic.core.model import Market, Resources
-from tests.core.test_elastic import SHAPES
+from tests.fakes.catalogs import ELASTIC_SHAPES
 
-SHAPES_BY = {(s.name, s.market): s for s in SHAPES}
+SHAPES_BY = {(s.name, s.market): s for s in ELASTIC_SHAPES}
 TASK_SHAPES = [(1, 1024), (2, 2048), (2, 4096), (4, 8192), (1, 512)]
 
 
@@ -51,8 +51,8 @@ class World(RuleBasedStateMachine):
     def start(self, budget, max_nodes, seed, lead_s):
         self.policy = ElasticPolicy(max_nodes=max_nodes, budget_usd_per_hour=budget, idle_s=30, hysteresis_s=60,
                                     lead_s=lead_s)
-        self.ctl = ElasticController(SHAPES, self.policy)
-        self.twin = ElasticController(SHAPES, self.policy)
+        self.ctl = ElasticController(ELASTIC_SHAPES, self.policy)
+        self.twin = ElasticController(ELASTIC_SHAPES, self.policy)
         self.rng = random.Random(seed)
         self.now = 0.0
         self.ids = itertools.count()

@@ -34,7 +34,7 @@ from plastic.core.model import (
     TaskSpec,
 )
 from plastic.core.plan import step_of
-from tests.core.test_elastic import SHAPES
+from tests.fakes.catalogs import ELASTIC_SHAPES
 
 ONE = Resources(1, 1024)
 
@@ -141,13 +141,13 @@ def test_the_controller_buys_ahead_for_a_wave_due_within_the_boot():
     core = NodeView("core", "core", "c5.large", Market.ON_DEMAND, NodeState.READY, Resources(2, 4096), 0.085, 0.0,
                     Resources(1, 1024), 1, None, task_ends=((130.0, ONE),))
     wave = tuple(waiting(f"w{i}", 100.0, due_in_s=30.0) for i in range(8))
-    ahead = ElasticController(SHAPES, ElasticPolicy(lead_s=60.0))
+    ahead = ElasticController(ELASTIC_SHAPES, ElasticPolicy(lead_s=60.0))
     out = ahead.handle(ClusterObserved((), (core,), wave), 100.0)
     creates = [o for o in out if isinstance(o, CreateNodes)]
     assert creates and all(o.market is Market.SPOT and o.reason.startswith("expected_work") for o in creates)
     (req, *_) = [o for o in out if isinstance(o, NodesRequested)]
     assert req.reason == "expected_work" and set(req.tasks) <= {t.task_id for t in wave}
-    blind = ElasticController(SHAPES, ElasticPolicy())  # no lead: the wave is not work yet
+    blind = ElasticController(ELASTIC_SHAPES, ElasticPolicy())  # no lead: the wave is not work yet
     assert not [o for o in blind.handle(ClusterObserved((), (core,), wave), 100.0) if isinstance(o, CreateNodes)]
 
 
@@ -178,7 +178,7 @@ def test_looking_ahead_an_idle_node_no_work_needs_goes_sooner():
                     Resources(2, 2048), 2, None, task_ends=((200.0, Resources(2, 2048)),))
     soon = (waiting("w", 30.0, due_in_s=20.0),)  # fits the spare spot node in 20 s
     for lead_s, expected, cordoned in ((60.0, (), {"spare", "wanted"}), (60.0, soon, {"spare"}), (0.0, (), set())):
-        ctl = ElasticController(SHAPES, ElasticPolicy(lead_s=lead_s))
+        ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(lead_s=lead_s))
         out = ctl.handle(ClusterObserved((), (core, idle_spot("spare"), idle_spot("wanted")), expected), 115.0)
         got = {o.node_id for o in out if type(o).__name__ == "CordonNode"}
         if expected:  # one of the two takes the expected task: which one is the forecast's choice
@@ -269,7 +269,7 @@ def test_a_looking_ahead_controller_keeps_the_nodes_of_the_expected_first_wave()
     tasks = [TaskSpec("split", 2, 2048, RELIABLE, 30.0),
              *(TaskSpec(f"sort[{i}]", 1, 1024, PREEMPTIBLE, 40.0) for i in range(4))]
     for expected, cordoned in ((plan_ahead(tasks, {}, 20.0, 0.0, 60.0, lead_s=15.0).expected, set()), ((), {"a", "b"})):
-        ctl = ElasticController(SHAPES, ElasticPolicy(lead_s=15.0))
+        ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(lead_s=15.0))
         out = ctl.handle(ClusterObserved((), (core, idle_spot("a"), idle_spot("b")), expected), 20.0)
         assert {o.node_id for o in out if type(o).__name__ == "CordonNode"} == cordoned
         assert not [o for o in out if isinstance(o, CreateNodes)]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from plastic.core.jobbook_commands import CheckJobStore, DeclineOffers, ReportJobEnd
 from plastic.core.jobbook_events import AgentLost, JobStoreChecked
 from plastic.core.lifecycle import TaskState
-from tests.core.test_jobbook import BURST, BURST2, Harness, of, records
+from tests.fakes.jobbook import BURST, BURST2, Harness
+from tests.fakes.records import of, records
 
 
 def test_requeued_job_whose_work_is_in_the_store_ends_finished_once():

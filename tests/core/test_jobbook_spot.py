@@ -11,7 +11,8 @@ from plastic.core.jobbook_notices import REBALANCE_MODES
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import RELIABLE, Resources
 from plastic.core.placement import AgentInfo
-from tests.core.test_jobbook import BURST, BURST2, CORE, Harness, of, records
+from tests.fakes.jobbook import BURST, BURST2, CORE, Harness
+from tests.fakes.records import of, records
 
 ESTIMATES = {"short": 10.0, "long": 3600.0}
 

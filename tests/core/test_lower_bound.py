@@ -27,7 +27,7 @@ from plastic.core.model import (
     node_shapes,
 )
 from plastic.core.planner import solve
-from tests.core.conftest import (
+from tests.fakes.catalogs import (
     CATALOG,
     CHEAPEST_ON_DEMAND,
     INSTANCE_TYPES,

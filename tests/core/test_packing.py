@@ -28,7 +28,7 @@ from plastic.core.packing import (
     unplaceable,
 )
 from plastic.core.planner import seeds_chooser, seeds_order
-from tests.core.conftest import CATALOG, SHAPES, TYPE_NAMES, shape
+from tests.fakes.catalogs import CATALOG, SHAPES, TYPE_NAMES, shape
 
 GIB = 1024
 OD, SPOT = Market.ON_DEMAND, Market.SPOT

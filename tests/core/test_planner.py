@@ -31,7 +31,7 @@ from plastic.core.planner import (
     solve,
     sort_nodes,
 )
-from tests.core.conftest import CATALOG, CHEAPEST_ON_DEMAND, SHAPES, TYPE_NAMES, shape
+from tests.fakes.catalogs import CATALOG, CHEAPEST_ON_DEMAND, SHAPES, TYPE_NAMES, shape
 
 GIB = 1024
 OD, SPOT = Market.ON_DEMAND, Market.SPOT

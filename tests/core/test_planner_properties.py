@@ -25,7 +25,7 @@ from plastic.core.model import (
     node_shapes,
 )
 from plastic.core.planner import solve
-from tests.core.conftest import CATALOG, TYPE_NAMES
+from tests.fakes.catalogs import CATALOG, TYPE_NAMES
 
 OD = Market.ON_DEMAND
 PREEMPTS = [RELIABLE, PREEMPTIBLE, Preempt(1), Preempt(2), Preempt(3)]

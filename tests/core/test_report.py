@@ -18,7 +18,7 @@ from plastic.core.report import (
     build_report,
     price_agents,
 )
-from tests.core.conftest import CATALOG
+from tests.fakes.catalogs import CATALOG
 
 AGENTS = [
     AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085),

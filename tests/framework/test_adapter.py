@@ -6,34 +6,7 @@ from plastic.core.model import PREEMPTIBLE, RELIABLE, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.toil_batch import demand_of
 from plastic.mesos.offers import agent_from_offer, status_event
-
-
-class FakeDriver:
-    def __init__(self, scheduler, info, master, **kw):
-        self.scheduler, self.info, self.master, self.kw = scheduler, info, master, kw
-        self.calls: list[tuple] = []
-
-    def __getattr__(self, name):
-        if name[0].islower() and name not in ("operator",):
-            return lambda *a, **k: self.calls.append((name, a, k))
-        raise AttributeError(name)
-
-    @property
-    def operator(self):
-        raise AttributeError("no operator API")
-
-    def of(self, name):
-        return [c for c in self.calls if c[0] == name]
-
-
-def offer(oid, agent, cpus, mem, preemptible=False, port=5051):
-    return {"id": {"value": oid}, "agent_id": {"value": agent}, "hostname": "127.0.0.1",
-            "url": {"address": {"ip": "127.0.0.1", "port": port}},
-            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": cpus}, "role": "*"},
-                          {"name": "mem", "type": "SCALAR", "scalar": {"value": mem}, "role": "*"},
-                          {"name": "ports", "type": "RANGES", "ranges": {"range": [{"begin": 1, "end": 2}]}}],
-            "attributes": [{"name": "preemptible", "type": "TEXT", "text": {"value": "true" if preemptible else "false"}},
-                           {"name": "cluster", "type": "TEXT", "text": {"value": "burst" if preemptible else "core"}}]}
+from tests.fakes.driver import FakeDriver, offer
 
 
 def make():

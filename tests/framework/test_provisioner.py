@@ -11,29 +11,11 @@ from plastic.core.elastic_model import ElasticPolicy, NodeState
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.provisioner import Provisioner
-from plastic.framework.recorder import RecordListener
 from plastic.providers.recording import RecordingProvider
-from tests.core.test_elastic import SHAPES
-from tests.framework.test_adapter import FakeDriver
-
-
-class Kinds(RecordListener):
-    def __init__(self):
-        self.seen: list[tuple[str, dict]] = []
-
-    def record(self, kind, fields):
-        self.seen.append((kind, dict(fields)))
-
-    def of(self, kind):
-        return [f for k, f in self.seen if k == kind]
-
-
-class Clock:
-    def __init__(self):
-        self.t = 1000.0
-
-    def __call__(self):
-        return self.t
+from tests.fakes.catalogs import ELASTIC_SHAPES
+from tests.fakes.clock import Clock
+from tests.fakes.driver import FakeDriver
+from tests.fakes.records import Kinds
 
 
 def offer_of(node, cpus, mem, oid):
@@ -54,7 +36,7 @@ def setup(policy=ElasticPolicy(idle_s=30), refuse=()):
     provider = RecordingProvider(clock=clock, refuse=refuse)
     core = provider.create(__import__("plastic.providers", fromlist=["NodeRequest"]).NodeRequest(
         "core", "c5.large", Market.ON_DEMAND, 1, 2, 4096)).node_ids[0]
-    prov = Provisioner(fw, ElasticController(SHAPES, policy), provider, SHAPES)
+    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, policy), provider, ELASTIC_SHAPES)
     return fw, provider, prov, rec, clock, core
 
 
@@ -87,7 +69,7 @@ def test_work_issued_is_looked_at_soon_after_its_burst_not_at_the_next_interval(
     from plastic.framework import provisioner as provisioner_module
 
     fw, provider, _, rec, clock, core = setup()
-    prov = Provisioner(fw, ElasticController(SHAPES, ElasticPolicy(idle_s=30)), provider, SHAPES, interval_s=600)
+    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=30)), provider, ELASTIC_SHAPES, interval_s=600)
     looked = threading.Event()
     tick = prov.tick
 
@@ -198,7 +180,7 @@ def test_the_plan_s_first_wave_keeps_its_nodes_until_the_leader_issues_it():
 
     fw, provider, prov, rec, clock, core = setup()
     plan_tasks = tuple(TaskSpec(f"sort[{i}]", 1, 1024, PREEMPTIBLE, 40.0) for i in range(4))
-    prov = Provisioner(fw, ElasticController(SHAPES, ElasticPolicy(idle_s=60, lead_s=15.0)), provider, SHAPES,
+    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=60, lead_s=15.0)), provider, ELASTIC_SHAPES,
                        plan_tasks=plan_tasks)
     (spot,) = provider.create(NodeRequest("burst", "m5.large", Market.SPOT, 1, 2, 8192)).node_ids
     prov.tick()
@@ -233,7 +215,7 @@ def test_the_run_s_plan_gives_cluster_names_and_tasks_and_a_bad_one_one_line(tmp
     from plastic.core.plan import plan_to_json
     from plastic.core.sizing import plan_workload
     from plastic.framework.elastic_options import read_plan
-    from tests.test_bench_elastic import dag
+    from tests.fakes.workloads import dag
 
     plan = plan_workload(Workload(tuple(dag())), load_catalog(None))
     path = tmp_path / "plan.json"

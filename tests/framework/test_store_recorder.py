@@ -13,7 +13,7 @@ from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.store_recorder import StoreRecorder, preempt_json
 from plastic.store import AttemptOutcome
-from tests.framework.test_adapter import FakeDriver, offer
+from tests.fakes.driver import FakeDriver, offer
 
 _uuids = itertools.count()
 
