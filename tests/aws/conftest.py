@@ -9,7 +9,6 @@ connection that is not loopback or a Unix socket.  Redis is the session's real e
 from __future__ import annotations
 
 import ipaddress
-import json
 import socket
 import uuid
 
@@ -17,9 +16,8 @@ import httpx
 import pytest
 
 from plastic.store import Store
+from tests.aws.helpers import REGION, SECRET
 
-REGION = "us-east-1"
-SECRET = "moto-secret-never-shown"  # the fake secret key of moto server tests: it must appear in no output
 
 
 def _loopback(address: object) -> bool:
@@ -105,23 +103,6 @@ def queue_url(sqs) -> str:
 @pytest.fixture
 def store(client) -> Store:
     return Store(client, prefix=f"t-{uuid.uuid4().hex[:12]}:")
-
-
-def eb_event(detail_type: str, detail: dict, *, time: str = "2026-01-01T12:00:00Z",
-             event_id: str | None = None) -> str:
-    """An EventBridge event as it lands in SQS (the body of the message)."""
-    instance = detail.get("instance-id", "i-0")
-    return json.dumps({
-        "version": "0", "id": event_id or str(uuid.uuid4()), "detail-type": detail_type, "source": "aws.ec2",
-        "account": "123456789012", "time": time, "region": REGION,
-        "resources": [f"arn:aws:ec2:{REGION}:123456789012:instance/{instance}"], "detail": detail})
-
-
-def queue_depth(sqs, url: str) -> int:
-    """Messages still on the queue, visible or in flight."""
-    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
-        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-    return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
 
 
 # ------------------------------------------------------------------ moto in server mode

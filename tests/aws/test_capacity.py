@@ -24,9 +24,11 @@ from plastic.core.model import PREEMPTIBLE, Resources, node_shapes
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.provisioner import Provisioner
 from plastic.providers.ec2 import Ec2Provider
-from tests.aws.test_cloud import plastic, tagged_instances, three_cluster_plan
-from tests.framework.test_adapter import FakeDriver
-from tests.framework.test_provisioner import Clock, Kinds
+from tests.aws.helpers import tagged_instances, three_cluster_plan
+from tests.clirun import plastic
+from tests.fakes.clock import Clock
+from tests.fakes.driver import FakeDriver
+from tests.fakes.records import Kinds
 
 pytest.importorskip("moto.server")
 

@@ -18,7 +18,7 @@ from plastic.cli.errors import run_command
 from plastic.core.errors import InputError
 from plastic.core.spot_events import INTERRUPTION_WARNING
 from plastic.store import Store, start_embedded
-from tests.aws.conftest import eb_event, queue_depth
+from tests.aws.helpers import eb_event, queue_depth
 from tests.clirun import REPO, assert_one_line_error
 from tests.clirun import plastic as run_plastic
 

@@ -4,10 +4,6 @@ reached through AWS_ENDPOINT_URL, so the code path is the one real AWS sees.  Ne
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,32 +19,10 @@ from plastic.aws.ec2_cloud import (
 )
 from plastic.catalogs import load_catalog
 from plastic.core.model import Market
-from tests.aws.conftest import SECRET
-from tests.clirun import REPO, assert_one_line_error
+from tests.aws.helpers import SECRET, tagged_instances, three_cluster_plan
+from tests.clirun import assert_one_line_error, plastic
 
 pytest.importorskip("moto.server")
-
-
-def three_cluster_plan(path: Path, *, schema: str = "plastic.plan/v1", itype: str = "c5.large") -> Path:
-    path.write_text(json.dumps({"schema": schema, "clusters": [
-        {"name": "core", "instance_type": itype, "market": "on-demand", "count": 1, "usd_per_hour": 0.085},
-        {"name": "burst-small", "instance_type": "m5.large", "market": "spot", "count": 3, "usd_per_hour": 0.1},
-        {"name": "burst-large", "instance_type": "c5.2xlarge", "market": "spot", "count": 2, "usd_per_hour": 0.3},
-    ]}))
-    return path
-
-
-def plastic(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plastic", *map(str, args)], capture_output=True, text=True,
-                          env=dict(os.environ), cwd=REPO, timeout=timeout, check=False)
-
-
-def tagged_instances(run_id: str) -> list[dict]:
-    import boto3
-
-    pages = boto3.client("ec2").get_paginator("describe_instances").paginate(
-        Filters=[{"Name": f"tag:{TAG_RUN}", "Values": [run_id]}])
-    return [i for p in pages for r in p["Reservations"] for i in r["Instances"] if i["State"]["Name"] != "terminated"]
 
 
 def test_up_creates_the_planned_cluster_then_down_leaves_nothing(endpoint, image_id, tmp_path):

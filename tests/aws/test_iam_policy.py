@@ -16,7 +16,7 @@ from plastic.catalogs import load_catalog
 from plastic.core.model import Market
 from plastic.providers.base import NodeRequest
 from plastic.providers.ec2 import Ec2Provider
-from tests.aws.test_cloud import three_cluster_plan
+from tests.aws.helpers import three_cluster_plan
 from tests.clirun import REPO
 
 POLICY = REPO / "deploy" / "aws" / "iam-policy.json"

@@ -17,7 +17,7 @@ from plastic.core.spot_events import (
     STATE_CHANGE,
 )
 from plastic.store import Store
-from tests.aws.conftest import eb_event, queue_depth
+from tests.aws.helpers import eb_event, queue_depth
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC).timestamp()
 KNOWN = "i-0aaaaaaaaaaaaaaa1"  # agent-1 carries it in its attributes

@@ -16,8 +16,8 @@ import pytest
 
 from plastic.aws.ec2_cloud import INSTANCE_CA, render_user_data
 from plastic.core.model import Market
-from tests.aws.test_cloud import three_cluster_plan
-from tests.clirun import assert_one_line_error
+from tests.aws.helpers import three_cluster_plan
+from tests.clirun import assert_one_line_error, plastic
 
 PASSWORD = "s3cret-Pw"
 PEM = b"-----BEGIN CERTIFICATE-----\nMIIBplasticTESTca\n-----END CERTIFICATE-----\n"
@@ -82,8 +82,6 @@ def plan(tmp_path):
 
 
 def test_cloud_up_takes_redis_ca_into_the_user_data_and_prints_no_user_data(endpoint, image_id, tmp_path, plan):
-    from tests.aws.test_cloud import plastic
-
     ca = tmp_path / "ca.pem"
     ca.write_bytes(PEM)
     res = plastic("cloud", "up", plan, "--run-id", "r7", "--image-id", image_id, "--dry-run",
@@ -102,8 +100,6 @@ def test_cloud_up_takes_redis_ca_into_the_user_data_and_prints_no_user_data(endp
     (("--redis", "rediss://10.0.0.2:6380/0", "--redis-ca", "{tmp}/missing.pem"), ("--redis-ca", "missing.pem")),
 ])
 def test_cloud_up_with_a_bad_redis_ca_is_one_line(endpoint, image_id, tmp_path, plan, args, words):
-    from tests.aws.test_cloud import plastic
-
     (tmp_path / "ca.pem").write_bytes(PEM)
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
     assert_one_line_error(plastic("cloud", "up", plan, "--run-id", "r8", "--image-id", image_id, *argv), *words)

@@ -19,13 +19,8 @@ import httpx
 import pytest
 
 from plastic.local.testing import LocalCluster
+from tests.local.clusters import SPEC
 from tests.local.rawmesos import Scheduler
-
-SPEC = {"clusters": [
-    {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False, "instance_type": "m5.xlarge"},
-    {"name": "burst-small", "count": 2, "cpus": 1, "ram_mib": 2048, "preemptible": True,
-     "instance_type": "c5.large"},
-]}
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import time
 import httpx
 
 from plastic.local.testing import LocalCluster
-from tests.local.conftest import SPEC
+from tests.local.clusters import SPEC
 from tests.local.rawmesos import attrs, eventually, operator, task_info
 
 

@@ -16,7 +16,7 @@ from plastic.core.model import Market
 from plastic.local.testing import LocalCluster, LocalClusterError
 from plastic.providers import NodeRequest
 from plastic.providers.local import LocalProvider
-from tests.local.conftest import SPEC
+from tests.local.clusters import SPEC
 from tests.local.rawmesos import attrs, eventually, operator, task_info
 
 

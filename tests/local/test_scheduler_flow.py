@@ -11,7 +11,7 @@ import pytest
 
 from plastic.local.testing import LocalCluster
 from plastic.mesos.recordio import Decoder
-from tests.local.conftest import SPEC
+from tests.local.clusters import SPEC
 from tests.local.rawmesos import attrs, eventually, operator, scalar, task_info
 
 TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "mesos-1.11-transcripts"

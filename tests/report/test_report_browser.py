@@ -16,7 +16,7 @@ import pytest
 
 from plastic.report_svg import fmt_usd
 from tests.clirun import plastic, read_decisions
-from tests.run.test_run_e2e import check_outputs, plastic_run
+from tests.run.helpers import check_outputs, plastic_run
 
 pytestmark = pytest.mark.toil_e2e
 
