@@ -16,6 +16,7 @@ import json
 import logging
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -40,6 +41,7 @@ class InstanceMetadata:
         self.notice = notice  # -> (instance-action time, rebalance notice time)
         self.clock = clock
         self.tokens: dict[str, float] = {}
+        self.reads: Counter[str] = Counter()  # meta-data path -> GETs with a valid token (tests: how often polled)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -71,6 +73,7 @@ class InstanceMetadata:
         if not self._authorised(request):
             return web.Response(status=401, text="Unauthorized")
         path = request.match_info.get("path", "").strip("/")
+        self.reads[path] += 1
         action_time, rebalance_time = self.notice()
         now = self.clock()
         if path == "spot/instance-action":

@@ -7,7 +7,8 @@ server, plus two control calls:
     POST /plastic/interrupt  {"notice_seconds": 120, "rebalance_only": false}
                               a rebalance recommendation now and, unless rebalance_only, the
                               instance-action (terminate) notice for now + notice_seconds
-    GET  /plastic/state       {"instance_id", "instance_type", "action_time", "rebalance_time"}
+    GET  /plastic/state       {"instance_id", "instance_type", "action_time", "rebalance_time", "reads"}
+                              (reads: meta-data path -> the GETs of it so far, with a valid token)
 
 What happens at the action time is up to whoever runs the agent: `plastic spot-run` kills it.
 """
@@ -64,7 +65,8 @@ def make_app(instance_id: str, instance_type: str, *, clock: Callable[[], float]
 
     def state_of() -> dict:
         return {"instance_id": instance_id, "instance_type": instance_type,
-                "action_time": schedule.action_time, "rebalance_time": schedule.rebalance_time}
+                "action_time": schedule.action_time, "rebalance_time": schedule.rebalance_time,
+                "reads": dict(meta.reads)}
 
     async def state(_request: web.Request) -> web.Response:
         return web.json_response(state_of())

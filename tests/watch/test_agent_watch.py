@@ -3,64 +3,21 @@ spot agents, publishing into the session's real Redis.  Each test takes a few se
 
 from __future__ import annotations
 
-import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 from plastic.store import Store
 from tests.clirun import REPO, assert_one_line_error
+from tests.redis_servers import free_port
+from tests.watch.helpers import Watcher, notices, wait_notices
 
 
 @pytest.fixture
 def store(client) -> Store:
     return Store(client)  # the default prefix, as the watcher writes; tests keep apart by target
-
-
-class Watcher:
-    """A running watcher process; its stderr collected by a thread."""
-
-    def __init__(self, *args: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "plastic.watch", "-v", *args], cwd=REPO,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
-        self._reader.start()
-
-    def wait_for(self, needle: str, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not any(needle in line for line in self.lines):
-            assert self.proc.poll() is None, f"the watcher exited ({self.proc.returncode}): {self.text()}"
-            assert time.monotonic() < deadline, f"no {needle!r} within {timeout} s: {self.text()}"
-            time.sleep(0.05)
-
-    def stop(self, timeout: float = 10.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout)
-        self._reader.join(5)
-        return rc
-
-    def text(self) -> str:
-        return "".join(self.lines)
-
-
-def notices(store: Store, target: str) -> list:
-    return [n for n in store.read_notices() if n.fields.get("target") == target]
-
-
-def wait_notices(store: Store, target: str, kind: str, timeout: float) -> list:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [n for n in notices(store, target) if n.fields["kind"] == kind]
-        if found:
-            return found
-        time.sleep(0.05)
-    return []
 
 
 def test_terminate_notice_published_once_and_the_watcher_leaves_after_the_deadline(cluster, store, redis_server):
@@ -69,11 +26,11 @@ def test_terminate_notice_published_once_and_the_watcher_leaves_after_the_deadli
     w = Watcher("--redis", redis_server.url, "--imds", agent.imds_url, "--agent-id", agent.id, "--grace", "1")
     try:
         w.wait_for("watching agent")
-        time.sleep(2.5)  # a poll or two with nothing there
+        w.wait_polls(2)  # a poll or two with nothing there
         assert notices(store, target) == []
         t0 = time.time()
         info = cluster.interrupt(agent.id, notice_seconds=5)
-        found = wait_notices(store, target, "terminate", timeout=3.5)
+        found = wait_notices(store, target, "terminate", timeout=3.5, describe=w.text)
         latency = time.time() - t0
         assert len(found) == 1, (latency, w.text())
         f = found[0].fields
@@ -99,7 +56,7 @@ def test_rebalance_recommendation_published_once(cluster, store, redis_server):
         cluster.interrupt(agent.id, rebalance_only=True)
         (found,) = wait_notices(store, target, "rebalance", timeout=3.0)
         assert float(found.fields["notice_time"]) > 0 and found.fields["instance_id"] == agent.instance_id
-        time.sleep(1.5)  # three more polls: nothing new
+        w.wait_polls(w.polls() + 4)  # three more polls (the one under way ends first): nothing new
         assert [n.fields["kind"] for n in notices(store, target)] == ["rebalance"]
         assert w.stop() == 0 and w.proc.poll() == 0
     finally:
@@ -118,18 +75,12 @@ def test_without_agent_id_the_notice_names_the_instance(cluster, store, redis_se
         assert w.stop() == 0
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_imds_down_keeps_retrying_and_sigterm_exits_zero(redis_server):
-    w = Watcher("--redis", redis_server.url, "--imds", f"http://127.0.0.1:{_closed_port()}", "--agent-id", "a-down",
+    w = Watcher("--redis", redis_server.url, "--imds", f"http://127.0.0.1:{free_port()}", "--agent-id", "a-down",
                 "--interval", "0.2")
     try:
         w.wait_for("IMDS unreachable")
-        time.sleep(2.0)  # several failed polls, backing off
+        w.wait_for("IMDS still unreachable", times=2)  # several failed polls, backing off
         assert w.proc.poll() is None
         assert sum("IMDS unreachable" in line for line in w.lines) == 1  # logged once per outage
         assert "Traceback" not in w.text()
@@ -142,11 +93,11 @@ def test_imds_down_keeps_retrying_and_sigterm_exits_zero(redis_server):
 def test_redis_down_at_start_is_not_fatal(cluster):
     agent = cluster.agents[1]
     cluster.interrupt(agent.id, rebalance_only=True)  # something to publish
-    w = Watcher("--redis", f"redis://127.0.0.1:{_closed_port()}/0", "--imds", agent.imds_url, "--agent-id", agent.id,
+    w = Watcher("--redis", f"redis://127.0.0.1:{free_port()}/0", "--imds", agent.imds_url, "--agent-id", agent.id,
                 "--interval", "0.2")
     try:
         w.wait_for("Redis unreachable")
-        time.sleep(1.0)
+        w.wait_for("Redis still unreachable")  # a try again, after its back-off
         assert w.proc.poll() is None and sum("Redis unreachable" in line for line in w.lines) == 1
     finally:
         assert w.stop() == 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -17,6 +16,7 @@ from plastic.watch.imds import (
     parse_rebalance,
     parse_time,
 )
+from tests.fakes.clock import Clock
 
 
 def test_parsing_notice_documents():
@@ -33,14 +33,15 @@ def test_parsing_notice_documents():
 
 def test_v2_tokens_refreshed_before_they_expire(cluster):
     agent = cluster.agents[0]
-    imds = ImdsClient(agent.imds_url, token_ttl_s=2)  # refreshed 1 s before its end
+    clock = Clock()
+    imds = ImdsClient(agent.imds_url, token_ttl_s=2, clock=clock)  # refreshed 1 s before its end
     try:
         assert imds.instance_id() == agent.instance_id
         first = imds.token
         assert imds.get("spot/instance-action") is None and imds.token == first
-        time.sleep(1.1)
+        clock.advance(1.1)
         assert imds.instance_id() == agent.instance_id and imds.token not in (None, first)
-        imds.token_expires = time.monotonic() + 100  # a token the server no longer accepts: 401, then a new one
+        imds.token_expires = clock() + 100  # a token the server no longer accepts: 401, then a new one
         imds.token = "revoked"
         assert imds.instance_id() == agent.instance_id and imds.token != "revoked"
         with pytest.raises(ValueError):

@@ -35,7 +35,8 @@ def test_interruption_during_a_run_is_drained_and_reported(tmp_path):
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
     out: list[str] = []
-    threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True).start()
+    out_reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    out_reader.start()
     deadline = time.monotonic() + TIMEOUT_S
     try:
         master = None
@@ -61,7 +62,7 @@ def test_interruption_during_a_run_is_drained_and_reported(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    time.sleep(0.2)
+    out_reader.join(30)  # what the run printed, read to its end
     assert proc.returncode == 0, "".join(lines)[-5000:]
     outputs = json.loads(out[0])
     joined = Path(outputs["joined"]["path"])

@@ -15,30 +15,30 @@ import pytest
 
 from plastic.store import Store
 from tests.clirun import REPO, assert_one_line_error
-from tests.watch.test_agent_watch import Watcher, _closed_port, wait_notices
+from tests.redis_servers import free_port
+from tests.waiting import eventually
+from tests.watch.helpers import Watcher, wait_notices
 
 PLASTIC = [sys.executable, "-m", "plastic"]
 
 
 @pytest.fixture
 def imds():
-    port = _closed_port()
+    port = free_port()
     proc = subprocess.Popen([*PLASTIC, "imds", "serve", "--port", str(port), "--instance-id", "i-spot-test",
                              "--instance-type", "m5.large"], cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(url + "/plastic/state", timeout=1).raise_for_status()
-            break
-        except httpx.HTTPError:
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "imds serve did not come up"
-            time.sleep(0.1)
+    eventually(lambda: httpx.get(url + "/plastic/state", timeout=1).raise_for_status().status_code == 200, 30,
+               "imds serve to come up", interval=0.1, alive=proc, ignoring=httpx.HTTPError)
     yield url
     proc.terminate()
     proc.wait(10)
+
+
+def reads(url: str, path: str = "spot/instance-action") -> int:
+    """How many times the emulator at ``url`` has been asked for meta-data ``path``."""
+    return httpx.get(url + "/plastic/state", timeout=5).raise_for_status().json()["reads"].get(path, 0)
 
 
 def interrupt(url: str, *args: str) -> dict:
@@ -71,11 +71,8 @@ def test_spot_run_kills_its_command_at_the_notice_time_and_agent_watch_publishes
     watch = Watcher("--redis", redis_server.url, "--imds", imds, "--interval", "0.2", "--grace", "0")
     try:
         watch.wait_for("watching this instance")
-        deadline = time.monotonic() + 20
-        while not os.path.exists(pidfile) or not open(pidfile).read().strip():
-            assert time.monotonic() < deadline and run.poll() is None
-            time.sleep(0.05)
-        child = int(open(pidfile).read())
+        child = int(eventually(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), 20,
+                               "the command's pid in its file", alive=run))
         t0 = time.time()
         interrupt(imds, "--notice-seconds", "2")
         (notice,) = wait_notices(Store(client), "instance:i-spot-test", "terminate", timeout=5.0)
@@ -94,11 +91,19 @@ def test_spot_run_kills_its_command_at_the_notice_time_and_agent_watch_publishes
 
 
 def test_spot_run_passes_sigterm_on_and_ends_with_the_commands_code(imds):
-    run = subprocess.Popen([*PLASTIC, "spot-run", "--imds", imds, "--", "sh", "-c", "trap 'exit 3' TERM; sleep 600 & wait"],
-                           cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    run.send_signal(signal.SIGTERM)
-    assert run.wait(20) == 3
+    run = subprocess.Popen([*PLASTIC, "spot-run", "--imds", imds, "--", "sh", "-c",
+                            "trap 'exit 3' TERM; echo ready; sleep 600 & wait"],
+                           cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout.readline() == "ready\n", run.stderr.read()  # the command's trap is in place
+        # spot-run reads the notice only once it passes signals on
+        eventually(lambda: reads(imds) >= 1, 20, "spot-run's first IMDS read", alive=run)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(20) == 3
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(10)
 
 
 @pytest.mark.parametrize(("args", "needles"), [
