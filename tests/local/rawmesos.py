@@ -4,7 +4,7 @@ The SUBSCRIBE stream is read from a plain socket, decoding HTTP chunks by hand,
 so tests see exactly what went over the wire: the status line and headers,
 every chunk (one RecordIO record each) and the terminating chunk.  Other calls
 are POSTed with httpx.  Events land in a list guarded by a condition variable;
-`next()` and `wait_update()` wait for them with a timeout (no fixed sleeps).
+`next()` and `wait_update()` wait for them with a timeout (no fixed sleeps; tests.waiting.eventually).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from plastic.mesos.recordio import Decoder
+from tests.waiting import eventually
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -199,14 +200,8 @@ class Scheduler:
         self.http.close()
 
     def wait(self, predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, what: str = "condition") -> None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"timed out waiting for {what}; events: "
-                                       + json.dumps([e.get("type") for e in self.events]))
-                self._cond.wait(left)
+        eventually(predicate, timeout, what, condition=self._cond,
+                   describe=lambda: "events: " + json.dumps([e.get("type") for e in list(self.events)]))
 
     def next(self, etype: str | None = None, pred: Callable[[dict[str, Any]], bool] | None = None,
              timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
@@ -346,19 +341,6 @@ def attrs(offer: dict[str, Any]) -> dict[str, Any]:
 
 def scalar(resources: list[dict[str, Any]], name: str) -> float:
     return sum(r["scalar"]["value"] for r in resources if r["name"] == name and r["type"] == "SCALAR")
-
-
-def eventually(check: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, interval: float = 0.02,
-               what: str = "condition") -> Any:
-    """Poll an observable condition (for state with no event to wait on, e.g. the operator API)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(interval)
 
 
 def operator(master_url: str, ctype: str, **payload: Any) -> httpx.Response:

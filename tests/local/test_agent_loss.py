@@ -8,7 +8,8 @@ import httpx
 
 from plastic.local.testing import LocalCluster
 from tests.local.clusters import SPEC
-from tests.local.rawmesos import attrs, eventually, operator, task_info
+from tests.local.rawmesos import attrs, operator, task_info
+from tests.waiting import eventually
 
 
 def _pid_alive(pid: int) -> bool:
@@ -52,7 +53,7 @@ def test_drain_and_reactivate(fresh_cluster, scheduler):  # transcripts 38-42
         a = _agents(fresh_cluster)[agent]
         return a if a.get("drain_info", {}).get("state") == "DRAINED" else None
 
-    a = eventually(drained, what="DRAINED")
+    a = eventually(drained, timeout=10, what="DRAINED")
     assert a["active"] is False and a["deactivated"] is True
     assert a["drain_info"]["config"]["mark_gone"] is False
     # No offers from a drained agent, even after REVIVE; REACTIVATE_AGENT brings them back.
@@ -189,7 +190,8 @@ def test_agent_death_also_kills_processes_that_left_the_task_group(fresh_cluster
     running = s.wait_update("escaper", "TASK_RUNNING")
     box = fresh_cluster.sandbox("escaper")
     escaped = int(eventually(lambda: (box / "escaped.pid").read_text().strip() if (box / "escaped.pid").exists()
-                             and (box / "escaped.pid").read_text().strip() else None, what="the escaped pid"))
+                             and (box / "escaped.pid").read_text().strip() else None, timeout=10,
+                             what="the escaped pid"))
     assert _pid_alive(escaped)
     fresh_cluster.kill_agent(running["agent_id"]["value"])
     eventually(lambda: not _pid_alive(escaped), timeout=5, what="the escaped process to die")

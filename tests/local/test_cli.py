@@ -15,7 +15,7 @@ from plastic.local.supervisor import marked_pids
 from plastic.procs import pid_alive
 from tests.clirun import REPO, assert_one_line_error
 from tests.clirun import plastic as _plastic
-from tests.local.rawmesos import eventually
+from tests.waiting import eventually
 
 EXAMPLE = REPO / "deploy" / "cluster-example.yaml"
 plastic = functools.partial(_plastic, timeout=60)  # cluster commands answer fast

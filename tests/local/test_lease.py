@@ -11,6 +11,7 @@ import pytest
 from plastic.local import supervisor as sup
 from plastic.local.testing import LocalCluster
 from plastic.procs import pid_alive
+from tests.waiting import eventually
 
 SPEC = {"clusters": [{"name": "core", "count": 1, "cpus": 1, "ram_mib": 512, "preemptible": False}]}
 
@@ -50,9 +51,6 @@ def test_lapsed_lease_stops_the_cluster(tmp_path):
             time.sleep(0.3)
             cluster.touch_lease()
         assert cluster.running
-        deadline = time.monotonic() + 15
-        while cluster.running and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not cluster.running
+        eventually(lambda: not cluster.running, 15, "the cluster to stop by itself, its lease lapsed", interval=0.2)
     finally:
         cluster.stop()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from plastic.local.supervisor import marked_pids, pid_alive
-from tests.local.rawmesos import eventually
+from tests.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,8 @@ from plastic.local.testing import LocalCluster, LocalClusterError
 from plastic.providers import NodeRequest
 from plastic.providers.local import LocalProvider
 from tests.local.clusters import SPEC
-from tests.local.rawmesos import attrs, eventually, operator, task_info
+from tests.local.rawmesos import attrs, operator, task_info
+from tests.waiting import eventually
 
 
 def listed(cluster: LocalCluster) -> dict[str, dict]:
@@ -72,7 +73,8 @@ def test_terminate_rescinds_offers_and_loses_running_tasks(scheduler):
         mark = len(s.events)
         cluster.terminate_agent(agent)
         assert {"type": "RESCIND", "rescind": {"offer_id": rest["id"]}} in s.events[mark:] or eventually(
-            lambda: {"type": "RESCIND", "rescind": {"offer_id": rest["id"]}} in s.events[mark:], what="rescind")
+            lambda: {"type": "RESCIND", "rescind": {"offer_id": rest["id"]}} in s.events[mark:], timeout=10,
+            what="rescind")
         lost = s.wait_update("doomed", "TASK_UNREACHABLE", timeout=10)
         assert lost["reason"] == "REASON_AGENT_REMOVED"
         assert listed(cluster)[agent]["state"] == "gone"
@@ -85,7 +87,10 @@ def test_a_terminated_booting_agent_never_registers():
     with LocalCluster(SPEC, agent_ping_timeout_s=1.0) as cluster:
         (new,) = cluster.add_agents(cluster="slow", cpus=1, ram_mib=1024, boot_s=1.0)
         cluster.terminate_agent(new["agent_id"])
-        time.sleep(1.5)
+        # an agent asked for after it with the same boot delay: once that one has registered, the terminated
+        # one's boot was over before (the cluster's boot timers fire in order)
+        (witness,) = cluster.add_agents(cluster="slow-witness", cpus=1, ram_mib=1024, boot_s=1.0)
+        eventually(lambda: witness["agent_id"] in registered(cluster), 10, "an agent booting after it to register")
         assert listed(cluster)[new["agent_id"]]["state"] == "gone" and new["agent_id"] not in registered(cluster)
 
 
@@ -110,7 +115,7 @@ def test_creation_requests_are_checked_and_spot_shortages_refused():
         nodes = {n.node_id: n for n in provider.list_nodes()}
         for node_id in made.node_ids:
             n = eventually(lambda nid=node_id: next((x for x in provider.list_nodes() if x.node_id == nid
-                                                     and x.state is NodeState.READY), None), what="ready")
+                                                     and x.state is NodeState.READY), None), timeout=10, what="ready")
             assert (n.market, n.instance_type, n.tags) == (Market.SPOT, "m5.large", {"plastic:run": "r"})
         assert nodes[made.node_ids[0]].created_at <= time.time()
         provider.terminate([made.node_ids[0], "unknown-node"])  # an unknown node is not an error
@@ -128,7 +133,8 @@ def test_the_cli_adds_and_removes_agents_and_bad_input_is_one_line_exit_2(tmp_pa
         ids = [line.split()[0] for line in res.stdout.splitlines()]
         assert len(ids) == 2 and all(i in listed(cluster) for i in ids)
         res = plastic("remove-agent", ids[0])
-        assert res.returncode == 0 and eventually(lambda: listed(cluster)[ids[0]]["state"] == "gone")
+        assert res.returncode == 0 and eventually(lambda: listed(cluster)[ids[0]]["state"] == "gone", timeout=10,
+                                                   what="the removed agent gone")
         for args in (("remove-agent", "nope"), ("add-agent", "--cluster", "x", "--cpus", "0", "--ram-mib", "1")):
             res = plastic(*args)
             assert res.returncode == 2, res

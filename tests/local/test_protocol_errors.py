@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.local.rawmesos import eventually, raw_request, subscribe_body
+from tests.local.rawmesos import raw_request, subscribe_body
+from tests.waiting import eventually
 
 JSON = ("Content-Type", "application/json")
 ACCEPT = ("Accept", "application/json")

@@ -12,7 +12,8 @@ import pytest
 from plastic.local.testing import LocalCluster
 from plastic.mesos.recordio import Decoder
 from tests.local.clusters import SPEC
-from tests.local.rawmesos import attrs, eventually, operator, scalar, task_info
+from tests.local.rawmesos import attrs, operator, scalar, task_info
+from tests.waiting import eventually
 
 TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "mesos-1.11-transcripts"
 
@@ -225,7 +226,8 @@ def test_suppress_keeps_outstanding_offers(cluster, scheduler):  # transcript 27
     # Declining while suppressed brings no new offer; REVIVE does.
     s.call("DECLINE", decline={"offer_ids": [first[0]["id"]], "filters": {"refuse_seconds": 0}})
     mark = len(s.events)
-    eventually(lambda: len(_framework(cluster, s.framework_id).get("offers", [])) == len(first) - 1)
+    eventually(lambda: len(_framework(cluster, s.framework_id).get("offers", [])) == len(first) - 1, timeout=10,
+               what="the declined offer gone from the master")
     assert not any(e["type"] == "OFFERS" for e in s.events[mark:])
     s.call("REVIVE", revive={})
     s.offers()
@@ -297,7 +299,7 @@ def test_failover_keeps_tasks_and_ends_the_old_stream(cluster, scheduler):  # tr
     b.wait_update("fo-sleep", "TASK_RUNNING")
     # Disconnect B; re-subscribe C within the failover timeout: the task is still there.
     b.close()
-    eventually(lambda: not _framework(cluster, a.framework_id)["connected"], what="disconnection")
+    eventually(lambda: not _framework(cluster, a.framework_id)["connected"], timeout=10, what="disconnection")
     c = scheduler(cluster.master_url, framework_id=a.framework_id, failover_timeout=60.0)
     c.call("KILL", kill={"task_id": {"value": "fo-sleep"}})
     c.wait_update("fo-sleep", "TASK_KILLED")

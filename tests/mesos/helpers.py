@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from plastic.mesos.scheduler import Scheduler
+from tests.waiting import eventually
 
 
 class Recorder(Scheduler):
@@ -83,13 +83,8 @@ class Recorder(Scheduler):
         return [s["state"] for s in self.statuses(task_id)]
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"timed out after {timeout} s waiting for {what}; callbacks: {[n for n, _ in self.calls][-30:]}")
-                self.cond.wait(min(remaining, 0.05))
+        eventually(predicate, timeout, what, condition=self.cond,
+                   describe=lambda: f"callbacks: {self.names()[-30:]}")
 
     def wait_count(self, name: str, n: int = 1, timeout: float = 10.0) -> None:
         self.wait_for(lambda: sum(1 for c, _ in self.calls if c == name) >= n, timeout, f"{n} x {name}")

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from tests.waiting import eventually
+
 
 @dataclass
 class Request:
@@ -139,15 +141,9 @@ class ReplayServer:
         with self.lock:
             return [r for r in self.requests if r.type == "SUBSCRIBE"]
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self.changed.wait(min(remaining, 0.05))
-        return True
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "requests") -> None:
+        eventually(predicate, timeout, what, condition=self.changed,
+                   describe=lambda: f"requests: {[r.type or r.path for r in list(self.requests)][-30:]}")
 
     # -- serving ------------------------------------------------------------------
 

@@ -224,12 +224,13 @@ def test_heartbeat_watchdog_reconnects_a_silent_stream(stop_later):
 
 def test_heartbeats_keep_the_watchdog_quiet(stop_later):
     sched = Recorder()
-    with ReplayServer([script(interval=0.5, heartbeat_every=0.1, hold_s=2.5), script(stream_id="stream-2")]) as server:
+    with ReplayServer([script(interval=0.5, heartbeat_every=0.1, hold_s=5.0), script(stream_id="stream-2")]) as server:
         driver = make_driver(sched, server, heartbeat_grace=2)
         stop_later(driver)
         driver.start()
         sched.wait_count("registered")
-        time.sleep(2.0)  # twice the watchdog's deadline of 1 s
+        # twice the watchdog's deadline of 1 s: 20 heartbeats the master sent 0.1 s apart, after the first
+        sched.wait_count("heartbeat", 21, timeout=30)
         assert len(server.subscribes()) == 1 and "disconnected" not in sched.names()
         assert sched.names().count("heartbeat") >= 5
 
@@ -455,7 +456,7 @@ def test_accept_without_answer_is_reconciled(stop_later):
         stop_later(driver)
         driver.start()
         sched.wait_count("resourceOffers")
-        server.wait_for(lambda: any(r.type == "RECONCILE" for r in server.requests), 5)
+        server.wait_for(lambda: any(r.type == "RECONCILE" for r in server.requests), 5, "the RECONCILE call")
         with pytest.raises(MesosConnectionError):
             sched.futures[0].result(5)
         (accept,) = server.calls("ACCEPT")  # not retried: it might have launched
