@@ -7,7 +7,6 @@ cannot be known to fit the window) and relaunches it elsewhere, all unseen by th
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 
 import pytest
 
@@ -15,27 +14,15 @@ from plastic.core.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.notices import NoticeFollower
-from plastic.framework.recorder import RecordListener
 from plastic.local.testing import LocalCluster
 from plastic.store import Store
+from tests.fakes.records import Kinds
+from tests.waiting import eventually
 
 SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": 2, "ram_mib": 2048, "preemptible": False},
     {"name": "burst", "count": 2, "cpus": 1, "ram_mib": 1024, "preemptible": True},
 ]}
-
-
-class Kinds(RecordListener):
-    """A Recorder keeping the records' kinds and fields in memory."""
-
-    def __init__(self):
-        self.records: list[tuple[str, dict]] = []
-
-    def record(self, kind: str, fields: Mapping[str, object]) -> None:
-        self.records.append((kind, dict(fields)))
-
-    def of(self, kind: str) -> list[dict]:
-        return [f for k, f in self.records if k == kind]
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +42,6 @@ def framework(cluster):
     fw.stop(kill_tasks=True)
 
 
-def wait_until(what, timeout: float = 20.0, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = what()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(step)
-
-
 def running_on(fw: Framework, job_id: str, attempt: int) -> str | None:
     with fw.lock:
         job = fw.book.jobs[job_id]
@@ -77,7 +54,7 @@ def test_terminate_notice_kills_and_relaunches_elsewhere_once(cluster, framework
     follower = NoticeFollower(store, fw, block_ms=200).start()
     try:
         fw.issue("1", TaskCommand("sleep 60"), Resources(1, 256), PREEMPTIBLE, name="long")
-        first = wait_until(lambda: running_on(fw, "1", 1))
+        first = eventually(lambda: running_on(fw, "1", 1), 20, "job 1's first attempt running")
         assert fw.agents()[first].preemptible
         instance = next(a.instance_id for a in cluster.agents if a.id == first)
         target = f"agent:{first}"
@@ -88,7 +65,7 @@ def test_terminate_notice_kills_and_relaunches_elsewhere_once(cluster, framework
         # the same interruption named by its instance id, from another source: the same agent, ignored
         assert store.publish_notice("terminate", f"instance:{instance}",
                                     {"terminate_at": time.time() + 20, "source": "sqs"})
-        second = wait_until(lambda: running_on(fw, "1", 2))
+        second = eventually(lambda: running_on(fw, "1", 2), 20, "job 1's second attempt running")
         relaunch_s = time.monotonic() - t0
         assert second != first
         for _ in range(50):  # straight into the Framework, as a second follower would
@@ -126,14 +103,14 @@ def test_notices_from_before_start_up_that_still_apply(cluster, framework, store
     follower = NoticeFollower(store, fw, block_ms=200).start()
     try:
         assert follower.caught_up.wait(10)
-        wait_until(lambda: live[0].id in fw.book.notices.draining)
+        eventually(lambda: live[0].id in fw.book.notices.draining, 20, "the live spot agent draining")
         with fw.lock:
             assert core not in fw.book.notices.draining  # its deadline had passed before start-up
             assert core in fw.book.notices.rebalancing
         assert list(follower.pending) == [("terminate", "agent:nobody-S9")]
         # published after start-up: followed from the stream's end
         store.publish_notice("rebalance", f"agent:{live[0].id}", {"notice_time": time.time()})
-        wait_until(lambda: live[0].id in fw.book.notices.rebalancing, timeout=5)
+        eventually(lambda: live[0].id in fw.book.notices.rebalancing, 5, "the live spot agent rebalancing")
         status = fw.scheduling_status()
         assert status is None or "starving" not in status
     finally:

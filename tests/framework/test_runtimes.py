@@ -3,17 +3,17 @@ history the Framework loads from Redis when the book asks (LoadRuntimeHistory ->
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from plastic.core.jobbook_events import JobIssued
+from plastic.core.jobbook_events import JobIssued, RuntimeHistoryLoaded
 from plastic.core.model import PREEMPTIBLE, Resources
 from plastic.core.runtimes import RuntimeHistory
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.run_store import runtime_history
 from plastic.store import Store, start_embedded
-from tests.framework.test_adapter import FakeDriver, offer
+from tests.fakes.driver import FakeDriver, offer
+from tests.fakes.records import Kinds
+from tests.waiting import eventually
 
 
 def test_learns_finished_wall_times_per_tool():
@@ -38,18 +38,11 @@ def test_a_finished_job_teaches_the_book_a_failed_one_does_not():
     assert list(fw.book.runtimes.by_tool["t"]) == [pytest.approx(0.001)]  # the failure added nothing
 
 
-def framework_with_history(store, planned=None):
+def framework_with_history(store, planned=None, recorders=()):
     fw = Framework("http://x", driver_factory=FakeDriver, clock=lambda: 100.0,
-                   runtime_history=runtime_history(store, planned or {}))
+                   runtime_history=runtime_history(store, planned or {}), recorders=recorders)
     fw.registered(fw.driver, {"value": "fw-1"}, {})
     return fw
-
-
-def wait_for(predicate, timeout_s=5.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_history_is_loaded_from_redis_the_first_time_a_tool_is_issued(store):
@@ -58,7 +51,7 @@ def test_history_is_loaded_from_redis_the_first_time_a_tool_is_issued(store):
     fw = framework_with_history(store)
     try:
         fw.apply(JobIssued("1", Resources(1, 64), PREEMPTIBLE, tool="plastic_align"))
-        assert wait_for(lambda: fw.book.estimate("plastic_align") is not None)
+        eventually(lambda: fw.book.estimate("plastic_align") is not None, 5, "plastic_align's history loaded")
         assert fw.book.runtimes.by_tool["plastic_align"] == type(fw.book.runtimes.by_tool["plastic_align"])(
             [120.0, 110.0, 100.0])
         assert fw.book.estimate("plastic_align") == pytest.approx(118.0)  # p90
@@ -71,11 +64,15 @@ def test_redis_gone_answers_no_history_and_the_run_goes_on(tmp_path):
     client = server.client()
     store = Store(client, prefix="gone:")
     server.stop()
-    fw = framework_with_history(store)
+    rec = Kinds()
+    fw = framework_with_history(store, recorders=[rec])
     try:
         fw.apply(JobIssued("1", Resources(1, 64), PREEMPTIBLE, tool="t"))
-        assert wait_for(lambda: "t" in fw.book.runtimes.by_tool and fw._questions.empty())
-        time.sleep(0.3)
+        assert "t" in fw.book.runtimes.by_tool
+        (answer,) = eventually(lambda: [e for e in rec.events if isinstance(e, RuntimeHistoryLoaded)], 5,
+                               "the answer to the history question (Redis is gone)")
+        assert answer == RuntimeHistoryLoaded("t", ())  # applied: nothing known
+        assert fw._questions.empty()
         assert fw.book.estimate("t") is None
     finally:
         fw.stop(kill_tasks=False)
@@ -110,7 +107,7 @@ def test_the_plan_s_runtimes_answer_for_a_tool_the_store_has_no_history_of(store
     fw = framework_with_history(store, planned)
     try:
         fw.apply(JobIssued("1", Resources(1, 64), PREEMPTIBLE, tool="plastic_sort"))
-        assert wait_for(lambda: fw.book.estimate("plastic_sort") is not None)
+        eventually(lambda: fw.book.estimate("plastic_sort") is not None, 5, "plastic_sort's planned runtimes loaded")
         assert fw.book.estimate("plastic_sort") == pytest.approx(31.8)  # p90 of the plan's two
     finally:
         fw.stop(kill_tasks=False)

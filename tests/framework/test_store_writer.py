@@ -7,6 +7,7 @@ import time
 
 from plastic.framework.store_writer import StoreWriter, Write
 from plastic.store import Store, start_embedded
+from tests.waiting import eventually
 
 
 def event(run_id, n):
@@ -57,8 +58,8 @@ def test_outage_is_logged_retried_and_close_is_bounded(tmp_path, caplog):
         assert w.flush(10)
         server.stop()
         w.submit([event(run_id, 1), event(run_id, 2)])
-        time.sleep(1.0)
-        assert "Redis unreachable" in caplog.text
+        eventually(lambda: "Redis unreachable" in caplog.text, 15, "the writer to log the outage",
+                   describe=lambda: caplog.text)
         assert not w.flush(0.1)
         server = start_embedded(tmp_path / "r")  # same directory: same socket, the AOF replayed
         assert w.flush(15)

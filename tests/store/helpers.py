@@ -32,3 +32,9 @@ def path_to(kind: str, start: str, goal: str) -> list[str]:
 def bring_task_to(store: Store, run_id: str, task_id: str, goal: str) -> None:
     for state in path_to("task", "QUEUED", goal):
         store.transition_task(run_id, task_id, state)
+
+
+def blocked_in(client, command: str) -> int:
+    """The server's clients blocked in ``command`` now (CLIENT LIST: that last command, flag b): a reader
+    following a stream from "$" sees what is added once this count went up, not what was added before."""
+    return sum(1 for c in client.client_list() if c.get("cmd") == command and "b" in c.get("flags", ""))

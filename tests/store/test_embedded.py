@@ -3,6 +3,7 @@ directory, dying with its parent, and connect()."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -20,24 +21,32 @@ import pytest
 from plastic.core.errors import InputError
 from plastic.core.lifecycle import TaskState
 from plastic.store import Store, StoreError, connect, start_embedded
-from plastic.store.embedded import CONNECT_TIMEOUT_S, redis_server_binary, server_config
+from plastic.store.embedded import CONNECT_TIMEOUT_S, LOCK_FILE, redis_server_binary, server_config
 from plastic.store.errors import UnreachableError
+from tests.waiting import eventually
 
 
-def wait_dead(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def dead(pid: int) -> bool:
+    """Process ``pid`` is gone (or a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def start_locked(data_dir: Path) -> bool:
+    """Someone holds the directory's start lock: a start_embedded of it is under way."""
+    with open(data_dir / LOCK_FILE, "a") as lock:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
             return True
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                return True
-        except OSError:
-            return True
-        time.sleep(0.02)
-    return False
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return False
 
 
 def write_some_state(store: Store) -> str:
@@ -206,7 +215,7 @@ def test_the_server_dies_with_its_parent(tmp_path):
         os.kill(pid, 0)
         parent.kill()  # SIGKILL: no atexit, no cleanup in the parent
         parent.wait()
-        assert wait_dead(pid), "redis-server outlived its SIGKILLed parent"
+        eventually(lambda: dead(pid), 10, "redis-server to end with its SIGKILLed parent", interval=0.02)
     finally:
         parent.kill()
         parent.stdout.close()
@@ -281,7 +290,9 @@ def test_a_server_of_the_directory_still_going_down_is_waited_for(tmp_path):
     gone_at: list[float] = []
 
     def finish_later():
-        time.sleep(3.0)
+        # the new start is under way (it holds the directory's lock) and cannot be past the old server,
+        # which neither answers nor goes: only then does the old one go
+        eventually(lambda: start_locked(tmp_path), 30, "a start of the directory under way")
         os.kill(old.pid, signal.SIGKILL)
         os.kill(old.pid, signal.SIGCONT)
         gone_at.append(time.monotonic())

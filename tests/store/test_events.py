@@ -6,6 +6,8 @@ import threading
 import time
 
 from plastic.store import Store
+from tests.store.helpers import blocked_in
+from tests.waiting import eventually
 
 
 def test_append_and_read_since(store, run_id):
@@ -61,11 +63,12 @@ def test_blocking_read_times_out_empty(store, run_id):
     assert time.monotonic() - started >= 0.14
 
 
-def test_follow_from_now(store, run_id):
+def test_follow_from_now(store, run_id, client):
     got = []
     reader = threading.Thread(target=lambda: got.extend(store.read_events(run_id, since="$", block_ms=5000)))
+    before = blocked_in(client, "xread")
     reader.start()
-    time.sleep(0.1)
+    eventually(lambda: blocked_in(client, "xread") > before, 5, "the reader blocked in XREAD from $")
     store.append_event(run_id, "requeue")
     reader.join()
     assert [e.type for e in got] == ["requeue"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 from plastic.store import Store
+from tests.store.helpers import blocked_in
+from tests.waiting import eventually
 
 
 def test_a_notice_is_published_once(store: Store):
@@ -40,13 +42,12 @@ def test_racing_publishers_publish_once(store: Store):
     assert len(store.read_notices()) == 1
 
 
-def test_follow_with_a_blocking_read(store: Store):
+def test_follow_with_a_blocking_read(store: Store, client):
     found: list = []
     reader = threading.Thread(target=lambda: found.extend(store.read_notices("$", block_ms=5000)))
+    before = blocked_in(client, "xread")
     reader.start()
-    import time
-
-    time.sleep(0.2)
+    eventually(lambda: blocked_in(client, "xread") > before, 5, "the reader blocked in XREAD from $")
     store.publish_notice("terminate", "agent:late", {})
     reader.join(6)
     assert [n.fields["target"] for n in found] == ["agent:late"]

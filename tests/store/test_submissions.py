@@ -7,6 +7,9 @@ import time
 
 import pytest
 
+from tests.store.helpers import blocked_in
+from tests.waiting import eventually
+
 
 def test_fifo(store):
     assert store.pop_submission() is None
@@ -23,11 +26,19 @@ def test_blocking_pop_times_out(store):
     assert 0.15 <= time.monotonic() - started < 3
 
 
-def test_blocking_pop_wakes_on_push(store):
-    threading.Timer(0.1, store.push_submission, args=({"run": "r1"},)).start()
+def test_blocking_pop_wakes_on_push(store, client):
+    before = blocked_in(client, "brpop")
+
+    def push_once_the_pop_waits() -> None:
+        eventually(lambda: blocked_in(client, "brpop") > before, 5, "the pop blocked in BRPOP")
+        store.push_submission({"run": "r1"})
+
+    pusher = threading.Thread(target=push_once_the_pop_waits)
+    pusher.start()
     started = time.monotonic()
     assert store.pop_submission(timeout=5) == {"run": "r1"}
     assert time.monotonic() - started < 3
+    pusher.join(5)
 
 
 def test_zero_timeout_is_refused(store):
