@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.waiting import eventually
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -79,20 +81,19 @@ class SlowScatterRun:
             self.proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=log)
 
     def wait_for(self, pred, what: str, timeout_s: float = 90) -> None:
-        import time
-
-        deadline = time.monotonic() + timeout_s
-        while not pred():
-            assert self.proc.poll() is None, f"plastic run ended ({self.proc.returncode}) before {what}: {self.log()}"
-            assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
-            time.sleep(0.2)
+        """Until ``pred()``; the run must go on meanwhile (its log's tail tells the story otherwise)."""
+        eventually(pred, timeout_s, what, interval=0.2, alive=self.proc, describe=self.log)
 
     def wait_running(self, tasks: int = 1) -> None:
         self.wait_for(lambda: sum(d["kind"] == "running" for d in read_decisions(self.run_dir)) >= tasks,
                       f"{tasks} running task(s)")
 
     def log(self) -> str:
-        return (self.tmp_path / "run.log").read_text(errors="replace")[-3000:]
+        return self.full_log()[-3000:]
+
+    def full_log(self) -> str:
+        """What `plastic run` has written so far."""
+        return (self.tmp_path / "run.log").read_text(errors="replace")
 
     def finish(self, timeout_s: float = 240) -> str:
         """Wait for the run's end (killed after ``timeout_s``); it must have succeeded with the right

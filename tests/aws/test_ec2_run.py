@@ -25,6 +25,7 @@ from plastic.aws import cloud
 from plastic.aws.ec2_cloud import TAG_CLUSTER, Aws
 from plastic.catalogs import load_catalog
 from tests.clirun import REPO, read_decisions
+from tests.waiting import eventually
 
 pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
@@ -114,7 +115,10 @@ def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoi
         while not any(d["kind"] == "notice" and d.get("agent_id") == agent for d in _decisions(run_dir)):
             assert time.monotonic() < noticed, (run_dir / "sqs-watch.log").read_text()[-2000:]
             time.sleep(0.5)
-        time.sleep(3)
+        # the run has reacted to the notice (its tasks there killed or left to finish) before the instance goes
+        eventually(lambda: [d for d in _decisions(run_dir) if d["kind"] in ("drain_kill", "let_finish")
+                            and d.get("agent_id") == agent], 60, f"the run's reaction to the notice on {agent}",
+                   alive=proc, describe=lambda: (tmp_path / "run.log").read_text()[-3000:])
         boto3.client("ec2").terminate_instances(InstanceIds=[target])  # the instance dies at the end of the notice
         assert proc.wait(300) == 0, (tmp_path / "run.log").read_text()[-4000:]
     finally:
@@ -135,7 +139,7 @@ def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoi
     assert not [d for d in decisions if d["kind"] == "placed" and d.get("agent_id") == agent and d["t"] > at]
     assert any(d["kind"] in ("drain_kill", "let_finish") and d.get("agent_id") == agent for d in decisions)
     # no secret anywhere: the run's files, the decisions, the report, its output
-    from tests.aws.conftest import SECRET
+    from tests.aws.helpers import SECRET
 
     for path in [tmp_path / "run.log", *run_dir.rglob("*")]:
         if path.is_file() and path.stat().st_size < 50_000_000:
