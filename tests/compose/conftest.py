@@ -14,17 +14,14 @@ import os
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.clirun import REPO
+from tests.compose.helpers import MASTER, RUNS
 from tests.compose.images import MESOS_IMAGE, services_to_build
 
 PROJECT = "plastictest"
-MASTER = "http://127.0.0.1:5050"
-RUNS = REPO / "compose-runs"
 UP_TIMEOUT_S = 600
 
 
@@ -117,15 +114,3 @@ def cluster():
         logs = c.run("logs", "--no-color", check=False)
         (RUNS / "compose.log").write_text(logs.stdout + logs.stderr)
         c.run("down", "-v", "--remove-orphans", check=False)
-
-
-def master_state() -> dict:
-    return httpx.get(f"{MASTER}/master/state", timeout=10).json()
-
-
-def master_tasks() -> list[dict]:
-    return httpx.get(f"{MASTER}/master/tasks", params={"limit": 10000}, timeout=10).json()["tasks"]
-
-
-def runs_dir() -> Path:
-    return RUNS / "runs"

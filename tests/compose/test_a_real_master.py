@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from plastic.mesos import DriverStatus  # noqa: F401  (the scenarios' module needs it loaded)
-from tests.local.conftest import scheduler  # noqa: F401  (fixture)
-from tests.local.test_scheduler_flow import (  # noqa: F401  (collected here, against the real master)
+from tests.local.rawmesos import scheduler  # noqa: F401  (fixture)
+from tests.local.scheduler_scenarios import (  # noqa: F401  (collected here, against the real master)
     test_decline_filter_and_revive,
     test_invalid_accepts,
     test_kill_sends_killing_then_killed_and_kills_the_group,
@@ -16,7 +16,7 @@ from tests.local.test_scheduler_flow import (  # noqa: F401  (collected here, ag
     test_suppress_keeps_outstanding_offers,
 )
 from tests.mesos.helpers import Recorder
-from tests.mesos.test_local_cluster import (  # noqa: F401  (collected here, against the real master)
+from tests.mesos.driver_scenarios import (  # noqa: F401  (collected here, against the real master)
     attributes,
     drivers,
     scalar,

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.clirun import REPO, assert_one_line_error, plastic
-from tests.local.test_master_auth import (  # noqa: F401  (collected here, against the real master)
+from tests.local.auth_scenarios import (  # noqa: F401  (collected here, against the real master)
     test_answers_as_a_real_master,
     test_framework_with_the_credential_subscribes_as_its_principal,
     test_framework_without_a_good_credential_is_refused_at_once,

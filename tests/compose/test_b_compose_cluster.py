@@ -15,7 +15,7 @@ import pytest
 
 from plastic.compose import imds_port
 from tests.clirun import REPO
-from tests.compose.conftest import RUNS, master_state, master_tasks
+from tests.compose.helpers import RUNS, master_state, master_tasks
 
 EXAMPLES = REPO / "cwl-examples"
 IN_IMAGE = "/opt/plastic-examples"

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.compose.conftest import RUNS
-from tests.framework import test_toil_generic as generic
-from tests.framework.test_toil_generic import rootpath  # noqa: F401  (Toil's class-scoped fixture)
+from tests.compose.helpers import RUNS
+from tests.framework import toil_generic as generic
+from tests.framework.toil_generic import rootpath  # noqa: F401  (Toil's class-scoped fixture)
 
 SHARED = Path("/plastic-runs")
 

@@ -9,15 +9,17 @@ are POSTed with httpx.  Events land in a list guarded by a condition variable;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from plastic.mesos.recordio import Decoder
 from tests.waiting import eventually
@@ -346,3 +348,27 @@ def scalar(resources: list[dict[str, Any]], name: str) -> float:
 def operator(master_url: str, ctype: str, **payload: Any) -> httpx.Response:
     body = {"type": ctype} | payload
     return httpx.post(master_url + "/api/v1", json=body, timeout=DEFAULT_TIMEOUT)
+
+
+# ------------------------------------------------------------------ the fixture
+
+
+@pytest.fixture
+def scheduler() -> Iterator[Callable[..., Scheduler]]:
+    """`scheduler(master_url, name, subscribe=True, **kwargs)`: raw v1 clients, subscribed unless told not
+    to, torn down and closed after the test (tests/local/conftest.py and tests/compose use it)."""
+    made: list[Scheduler] = []
+
+    def make(master_url: str, name: str = "raw-test", *, subscribe: bool = True, **kwargs: object) -> Scheduler:
+        s = Scheduler(master_url, name, **kwargs)  # type: ignore[arg-type]
+        made.append(s)
+        if subscribe:
+            s.subscribe()
+        return s
+
+    yield make
+    for s in made:
+        if not s.closed:
+            with contextlib.suppress(httpx.HTTPError):  # the cluster may be gone already
+                s.call("TEARDOWN")
+        s.shutdown()

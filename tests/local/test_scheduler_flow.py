@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,15 @@ from plastic.local.testing import LocalCluster
 from plastic.mesos.recordio import Decoder
 from tests.local.clusters import SPEC
 from tests.local.rawmesos import attrs, operator, scalar, task_info
+from tests.local.scheduler_scenarios import (  # collected here too: they run against any master
+    framework_of,
+    group_alive,
+    test_decline_filter_and_revive,
+    test_invalid_accepts,
+    test_kill_sends_killing_then_killed_and_kills_the_group,
+    test_reconcile_rules,
+    test_suppress_keeps_outstanding_offers,
+)
 from tests.waiting import eventually
 
 TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "mesos-1.11-transcripts"
@@ -112,28 +120,6 @@ def test_launch_finish_fail_and_sandbox(cluster, scheduler):
     assert (cluster.sandbox("args-1") / "stdout").read_text() == "a b $HOME\n"
 
 
-def test_kill_sends_killing_then_killed_and_kills_the_group(cluster, scheduler):
-    s = scheduler(cluster.master_url)
-    s.launch("sleep-kill", "sleep 60 & sleep 61; wait", pred=lambda o: attrs(o)["cluster"] == "core")
-    running = s.wait_update("sleep-kill", "TASK_RUNNING")
-    pid = running["container_status"]["executor_pid"]
-    assert s.call("KILL", kill={"task_id": {"value": "sleep-kill"}, "agent_id": running["agent_id"]}).status_code == 202
-    killed = s.wait_update("sleep-kill", "TASK_KILLED")
-    states = [st["state"] for st in s.updates("sleep-kill")]
-    assert states == ["TASK_STARTING", "TASK_RUNNING", "TASK_KILLING", "TASK_KILLED"]
-    assert killed["message"] == "Command terminated with signal Terminated"
-    assert "reason" not in killed
-    eventually(lambda: not _group_alive(pid), timeout=5, what="the task's process group to go")
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_kill_without_killing_state_and_kill_of_unknown_task(cluster, scheduler):
     s = scheduler(cluster.master_url, capabilities=("PARTITION_AWARE",))
     s.launch("sleep-k2", "sleep 60")
@@ -148,56 +134,11 @@ def test_kill_without_killing_state_and_kill_of_unknown_task(cluster, scheduler)
     assert "uuid" not in st
 
 
-def test_reconcile_rules(cluster, scheduler):  # transcripts 19, 20, 24, 79
-    s = scheduler(cluster.master_url)
-    offer = s.offers(pred=lambda o: attrs(o)["cluster"] == "core")[0]
-    agent = offer["agent_id"]["value"]
-    s.accept([offer["id"]["value"]], [task_info("rec-sleep", agent, {"value": "sleep 60"}),
-                                      task_info("rec-echo", agent, {"value": "true"})])
-    s.wait_update("rec-sleep", "TASK_RUNNING")
-    s.wait_update("rec-echo", "TASK_FINISHED")
-    s.wait(lambda: len(s.acked) >= 5, what="acknowledgements")
-    mark = len(s.events)
-    s.call("RECONCILE", reconcile={"tasks": []})
-    st = s.wait_update("rec-sleep", "TASK_RUNNING", reason="REASON_RECONCILIATION")
-    assert st["message"] == "Reconciliation: Latest task state" and st["source"] == "SOURCE_MASTER"
-    assert "uuid" not in st and "container_status" in st
-    s.call("RECONCILE", reconcile={"tasks": [
-        {"task_id": {"value": "rec-echo"}, "agent_id": {"value": agent}},
-        {"task_id": {"value": "rec-echo"}},
-        {"task_id": {"value": "never-existed"}, "agent_id": {"value": agent}},
-        {"task_id": {"value": "never-existed-2"}, "agent_id": {"value": "no-such-agent-S99"}},
-    ]})
-    s.wait(lambda: len([e for e in s.events[mark:] if e["type"] == "UPDATE"]) >= 5, what="reconcile answers")
-    answers = [(e["update"]["status"]["task_id"]["value"], e["update"]["status"]["state"],
-                e["update"]["status"]["message"], e["update"]["status"].get("agent_id", {}).get("value"))
-               for e in s.events[mark:] if e["type"] == "UPDATE"]
-    assert answers[1:] == [
-        ("rec-echo", "TASK_GONE", "Reconciliation: Task is unknown to the agent", agent),
-        ("rec-echo", "TASK_UNKNOWN", "Reconciliation: Task is unknown", None),
-        ("never-existed", "TASK_GONE", "Reconciliation: Task is unknown to the agent", agent),
-        ("never-existed-2", "TASK_UNKNOWN", "Reconciliation: Task is unknown", "no-such-agent-S99"),
-    ]
-
-
 def test_reconcile_without_partition_awareness_says_lost(cluster, scheduler):  # transcript 91
     s = scheduler(cluster.master_url, capabilities=("TASK_KILLING_STATE",))
     s.call("RECONCILE", reconcile={"tasks": [{"task_id": {"value": "ghost"}}]})
     st = s.wait_update("ghost", "TASK_LOST")
     assert st["message"] == "Reconciliation: Task is unknown"
-
-
-def test_decline_filter_and_revive(cluster, scheduler):  # transcripts 26, 28
-    s = scheduler(cluster.master_url)
-    offers = s.offers()
-    core = next(o for o in offers if attrs(o)["cluster"] == "core")
-    s.call("DECLINE", decline={"offer_ids": [core["id"]], "filters": {"refuse_seconds": 30.0}})
-    s.call("DECLINE", decline={"offer_ids": [{"value": "no-such-offer"}]})  # 202, nothing else
-    mark = len(s.events)
-    s.call("REVIVE", revive={})
-    again = s.offers(pred=lambda o: attrs(o)["cluster"] == "core")
-    assert again[0]["id"] != core["id"]
-    assert not any(e["type"] == "UPDATE" for e in s.events[mark:])
 
 
 def test_decline_filter_holds_for_its_duration():
@@ -215,67 +156,6 @@ def test_decline_filter_holds_for_its_duration():
             assert s.times[-1] - declined_at >= 0.45
         finally:
             s.shutdown()
-
-
-def test_suppress_keeps_outstanding_offers(cluster, scheduler):  # transcript 27
-    s = scheduler(cluster.master_url)
-    first = s.offers()
-    s.call("SUPPRESS", suppress={})
-    fw = _framework(cluster, s.framework_id)
-    assert len(fw["offers"]) == len(first)
-    # Declining while suppressed brings no new offer; REVIVE does.
-    s.call("DECLINE", decline={"offer_ids": [first[0]["id"]], "filters": {"refuse_seconds": 0}})
-    mark = len(s.events)
-    eventually(lambda: len(_framework(cluster, s.framework_id).get("offers", [])) == len(first) - 1, timeout=10,
-               what="the declined offer gone from the master")
-    assert not any(e["type"] == "OFFERS" for e in s.events[mark:])
-    s.call("REVIVE", revive={})
-    s.offers()
-
-
-def _framework(cluster, fid):
-    doc = operator(cluster.master_url, "GET_FRAMEWORKS").json()
-    return next(f for f in doc["get_frameworks"]["frameworks"] if f["framework_info"]["id"]["value"] == fid)
-
-
-def resources_text(resources: list[dict]) -> str:
-    """Offered resources as the Mesos master writes them in a message: name(allocated: role):value."""
-    parts = []
-    for r in resources:
-        role = r.get("allocation_info", {}).get("role", "*")
-        if r["type"] == "SCALAR":
-            value = f"{r['scalar']['value']:.3f}".rstrip("0").rstrip(".")
-        elif r["type"] == "RANGES":
-            value = "[" + ", ".join(f"{x['begin']}-{x['end']}" for x in r["ranges"]["range"]) + "]"
-        else:
-            value = "{" + ", ".join(r["set"]["item"]) + "}"
-        parts.append(f"{r['name']}(allocated: {role}):{value}")
-    return "; ".join(parts)
-
-
-def test_invalid_accepts(cluster, scheduler):  # transcripts 61-64
-    s = scheduler(cluster.master_url)
-    offers = s.offers()
-    burst = next(o for o in offers if attrs(o)["cluster"] == "burst-small")
-    agent = burst["agent_id"]["value"]
-    s.accept(["no-such-offer"], [task_info("bogus-offer-task", agent, {"value": "true"}, cpus=0.1)])
-    st = s.wait_update("bogus-offer-task", "TASK_DROPPED")
-    assert (st["reason"], st["source"]) == ("REASON_INVALID_OFFERS", "SOURCE_MASTER")
-    assert st["message"] == "Task launched with invalid offers: Offer no-such-offer is no longer valid"
-    assert "uuid" not in st
-    s.accept([burst["id"]["value"]], [task_info("too-big", agent, {"value": "true", "shell": True}, cpus=8)])
-    st = s.wait_update("too-big", "TASK_ERROR")
-    assert st["reason"] == "REASON_TASK_INVALID"
-    assert st["message"] == ("Total resources cpus(allocated: *):8; mem(allocated: *):32 required by task and its "
-                             f"executor is more than available {resources_text(burst['resources'])}")
-    if "local" in type(cluster).__module__:  # the transcripts' agent (on the compose cluster it is shaped otherwise)
-        assert resources_text(burst["resources"]) == ("ports(allocated: *):[31000-32000]; cpus(allocated: *):1; "
-                                                      "mem(allocated: *):2048; disk(allocated: *):10000")
-    s.call("REVIVE")
-    offer = s.offers(pred=lambda o: o["agent_id"]["value"] == agent)[0]
-    s.accept([offer["id"]["value"]], [task_info("no-command", agent, None)])
-    st = s.wait_update("no-command", "TASK_ERROR")
-    assert st["message"] == "Task should have at least one (but not both) of CommandInfo or ExecutorInfo present"
 
 
 def test_invalid_offer_without_partition_awareness_is_lost(cluster, scheduler):
@@ -299,7 +179,7 @@ def test_failover_keeps_tasks_and_ends_the_old_stream(cluster, scheduler):  # tr
     b.wait_update("fo-sleep", "TASK_RUNNING")
     # Disconnect B; re-subscribe C within the failover timeout: the task is still there.
     b.close()
-    eventually(lambda: not _framework(cluster, a.framework_id)["connected"], timeout=10, what="disconnection")
+    eventually(lambda: not framework_of(cluster, a.framework_id)["connected"], timeout=10, what="disconnection")
     c = scheduler(cluster.master_url, framework_id=a.framework_id, failover_timeout=60.0)
     c.call("KILL", kill={"task_id": {"value": "fo-sleep"}})
     c.wait_update("fo-sleep", "TASK_KILLED")
@@ -316,7 +196,7 @@ def test_disconnected_framework_is_removed_after_failover_timeout(cluster, sched
         return any(f["framework_info"]["id"]["value"] == a.framework_id for f in doc["completed_frameworks"])
 
     eventually(completed, timeout=5, what="the framework's removal")
-    eventually(lambda: not _group_alive(pid), timeout=5, what="its task's death")
+    eventually(lambda: not group_alive(pid), timeout=5, what="its task's death")
     resp = a.post({"framework_id": {"value": a.framework_id}, "type": "REVIVE"}, stream_id=a.stream_id)
     assert (resp.status_code, resp.text) == (400, "Framework cannot be found")
 
@@ -335,7 +215,7 @@ def test_operator_views(cluster, scheduler):  # transcripts 29, 36, 37
     mine = next(t for t in tasks["tasks"] if t["task_id"]["value"] == "op-sleep")
     assert mine["state"] == "TASK_RUNNING" and mine["status_update_state"] == "TASK_RUNNING"
     assert set(tasks) == {"tasks", "unreachable_tasks", "completed_tasks"}
-    fw = _framework(cluster, s.framework_id)
+    fw = framework_of(cluster, s.framework_id)
     assert fw["active"] and fw["connected"] and not fw["recovered"]
     assert list(fw["framework_info"])[:3] == ["user", "name", "id"]
     assert scalar(fw["allocated_resources"], "cpus") == pytest.approx(0.1)
@@ -384,7 +264,7 @@ def test_launch_group_and_update_framework(cluster, scheduler):
     info = dict(s.body["subscribe"]["framework_info"], id={"value": s.framework_id},
                 capabilities=[{"type": "PARTITION_AWARE"}, {"type": "TASK_KILLING_STATE"}])
     assert s.call("UPDATE_FRAMEWORK", update_framework={"framework_info": info}).status_code == 202
-    caps = _framework(cluster, s.framework_id)["framework_info"]["capabilities"]
+    caps = framework_of(cluster, s.framework_id)["framework_info"]["capabilities"]
     assert {"type": "TASK_KILLING_STATE"} in caps
 
 
