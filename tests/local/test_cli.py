@@ -15,6 +15,7 @@ from plastic.local.supervisor import marked_pids
 from plastic.procs import pid_alive
 from tests.clirun import REPO, assert_one_line_error
 from tests.clirun import plastic as _plastic
+from tests.redis_servers import free_port
 from tests.waiting import eventually
 
 EXAMPLE = REPO / "deploy" / "cluster-example.yaml"
@@ -91,7 +92,7 @@ def test_bad_plan_and_missing_files(tmp_path):
 def test_up_detach_status_interrupt_kill_down(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(PLAN))
-    port = _free_port()
+    port = free_port()
     workdir = tmp_path / "wd"
     res = plastic("local", "up", "--plan", plan, "--port", port, "--detach", "--workdir", workdir,
                   "--agent-ping-timeout-seconds", "0.5")
@@ -136,7 +137,7 @@ def test_up_detach_status_interrupt_kill_down(tmp_path):
 
 
 def test_client_commands_without_a_cluster():
-    port = _free_port()
+    port = free_port()
     res = plastic("local", "down", "--port", port, "--workdir", "/nonexistent-plastic-wd")
     assert res.returncode == 1 and "no local cluster found" in res.stderr
     res = plastic("local", "interrupt", "--port", port)
@@ -146,7 +147,7 @@ def test_client_commands_without_a_cluster():
 def test_foreground_up_stops_on_sigterm(tmp_path):
     import signal
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "plastic.cli", "local", "up", "--cluster", str(EXAMPLE),
                              "--port", str(port), "--workdir", str(tmp_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=REPO)
@@ -162,11 +163,3 @@ def test_foreground_up_stops_on_sigterm(tmp_path):
             proc.kill()
             proc.wait()
     assert not (tmp_path / "state.json").exists()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.redis_servers import free_port
+
 JARS = Path(os.environ.get("PLASTIC_ZOOKEEPER_JARS", "/usr/share/java"))
 
 
@@ -20,18 +22,12 @@ def available() -> bool:
     return shutil.which("java") is not None and (JARS / "zookeeper.jar").exists()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def zookeeper_server(tmp_path: Path) -> Iterator[str]:
     """Start ZooKeeperServerMain on a free loopback port; yields "127.0.0.1:PORT"."""
     if not available():
         pytest.skip("no ZooKeeper here (apt-get install zookeeper to run this test)")
-    port = _free_port()
+    port = free_port()
     data = tmp_path / "zk-data"
     data.mkdir()
     classpath = f"{JARS / 'zookeeper.jar'}:{JARS / 'zookeeper-jute.jar'}:{JARS}/*"
