@@ -56,7 +56,7 @@ def test_agents_by_state(store):
     assert store.get_agent("core-0").preemptible is False
 
 
-@pytest.mark.parametrize("source,target", [(s, t) for s, targets in AGENT_TRANSITIONS.items() for t in targets])
+@pytest.mark.parametrize("source,target", [(s, t) for s, targets in AGENT_TRANSITIONS.items() for t in sorted(targets)])
 def test_every_allowed_agent_transition(store, run_id, source, target):
     store.upsert_agent("s0")
     for state in path_to("agent", "ACTIVE", source):
