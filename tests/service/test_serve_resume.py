@@ -64,8 +64,12 @@ def sleepers():
     def start(*names: str) -> subprocess.Popen:
         """A stand-in for `plastic run`: a process whose command line names its run, as the real ones do.
         It is returned once its interpreter has started (it says so), as a run the service adopts has
-        long started; a signal during Python's start-up is another case than the one these tests mean."""
-        code = "import sys, time; print('ready', flush=True); time.sleep(300)"
+        long started; a signal during Python's start-up is another case than the one these tests mean.
+        Like `plastic run` (plastic.cli.run), it puts Python's SIGINT handler back first: a shell starts
+        a background job with SIGINT ignored, a Python started with it ignored keeps it so, and the
+        service's SIGINT at shutdown would then do nothing (the test suite itself may run so)."""
+        code = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "print('ready', flush=True); time.sleep(300)")
         procs.append(subprocess.Popen([sys.executable, "-c", code, *names], start_new_session=True,
                                       stdout=subprocess.PIPE, text=True))
         assert procs[-1].stdout.readline() == "ready\n"
