@@ -24,6 +24,7 @@ import pytest
 
 from tests.chaos.conftest import ITEMS, N_TASKS
 from tests.chaos.harness import ChaosRun, Result, plastic_env
+from tests.waiting import eventually
 
 pytest.importorskip("toil")
 
@@ -190,6 +191,18 @@ def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
                                lambda: run.busy_spot_agent(exclude={killed} | empty_kills))
         agent = next(a for a in run.status()["agents"] if a["id"] == flooded)
         target, instance = f"agent:{flooded}", f"instance:{agent['instance_id']}"
+        # three more agent-watch processes on the same IMDS (two name the agent, one the instance), each
+        # watching before the interruption is scheduled: started after it, a watcher that a loaded machine
+        # kept in Python's start-up for longer than the notice found the agent gone and saw nothing
+        for i, named in enumerate((["--agent-id", flooded], ["--agent-id", flooded], [])):
+            with open(tmp / f"extra-watch-{i}.log", "w") as log:
+                watchers.append(subprocess.Popen(
+                    [sys.executable, "-m", "plastic.watch", "-v", "--redis", server.url, "--imds", agent["imds_url"],
+                     "--interval", "0.5", "--grace", "1", *named],
+                    env=plastic_env(), stdout=log, stderr=subprocess.STDOUT, text=True))
+        for i, w in enumerate(watchers):
+            eventually(lambda i=i: "watching " in (tmp / f"extra-watch-{i}.log").read_text(), 120,
+                       f"extra watcher {i} watching the flooded agent's IMDS", alive=w)
         (sched,) = run.interrupt(agent_id=flooded, notice_seconds=12)
         fields = {"terminate_at": sched["notice_time"], "action": "terminate", "source": "chaos",
                   "instance_id": agent["instance_id"], "agent_id": flooded}
@@ -207,12 +220,6 @@ def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
                                                    "terminate_at": str(sched["notice_time"]),
                                                    "published_at": str(time.time())})
 
-        # three more agent-watch processes on the same IMDS (two name the agent, one the instance)
-        for named in (["--agent-id", flooded], ["--agent-id", flooded], []):
-            watchers.append(subprocess.Popen(
-                [sys.executable, "-m", "plastic.watch", "-v", "--redis", server.url, "--imds", agent["imds_url"],
-                 "--interval", "0.5", "--grace", "1", *named],
-                env=plastic_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         threads = [threading.Thread(target=publish, args=(target, 20)) for _ in range(2)]
         threads += [threading.Thread(target=publish, args=(instance, 15)) for _ in range(2)]
         threads += [threading.Thread(target=raw, args=(30,))]
@@ -229,13 +236,13 @@ def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
         for w in watchers:
             if w.poll() is None:
                 w.terminate()
-        logs = []
         for w in watchers:
             try:
-                logs.append(w.communicate(timeout=10)[0])
+                w.wait(10)
             except subprocess.TimeoutExpired:
                 w.kill()
-                logs.append(w.communicate()[0])
+                w.wait()
+        logs = [(tmp / f"extra-watch-{i}.log").read_text() for i in range(len(watchers))]
         client.close()
         server.stop()
     return KillAndFlood(res, killed, killed_at, running_on_killed, flooded, target, instance, published, logs,
