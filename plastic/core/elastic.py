@@ -19,7 +19,8 @@ Rules, each observation:
   ``interruption_window_s``, is not bought: the next-cheapest shape that fits is, else on-demand;
   once ``max_spot_refusals`` spot types were refused recently the spot market counts as short and
   preemptible work gets on-demand nodes (reason ``spot_refused``) until a refusal expires.
-  New spot nodes bought while spot nodes were recently lost are recorded as replacements.
+  New spot nodes bought while spot nodes were recently lost are recorded as replacements; a spot
+  node counts as lost (and as an interruption of its type) from its terminate notice on, once.
 - Anticipation: expected tasks (ClusterObserved.expected, forecast by plastic.core.forecast) due
   within ``lead_s`` (the boot time; 0: off) count as work after the queued tasks: they take the
   room left and the room of tasks expected to end by then (NodeView.ending), the rest gets nodes now
@@ -113,6 +114,7 @@ class ElasticController:
         self.seen: dict[str, NodeState] = {}
         self.interruptions: list[tuple[str, Market, float]] = []
         self.unreplaced = 0  # spot nodes lost since spot capacity was last bought
+        self.spot_lost: set[str] = set()  # spot nodes counted as lost (noticed or gone)
         self.refused: dict[tuple[str, Market], float] = {}  # -> avoided until
         self.releases: list[_Release] = []
         self.cordoned: dict[str, float] = {}
@@ -169,6 +171,15 @@ class ElasticController:
         self._grow(nodes, capacity, left, now, out)
         self._shrink(capacity, given, needed, now, out)
 
+    def _spot_lost(self, n: NodeView, now: float) -> None:
+        """Count a spot node as lost once: at its terminate notice, or when it goes without one.  What is
+        bought for work while it is counted is a replacement, whether the look that buys it comes in the
+        notice's window (the node draining, its tasks queued again) or after the node has gone."""
+        if n.market is Market.SPOT and n.node_id not in self.spot_lost:
+            self.spot_lost.add(n.node_id)
+            self.interruptions.append((n.instance_type, n.market, now))
+            self.unreplaced += 1
+
     def _transitions(self, nodes: Sequence[NodeView], now: float, out: list) -> None:
         seen_ids = {n.node_id for n in nodes}
         for req_id in [r for r, req in self.requests.items() if req.node_ids and set(req.node_ids) <= seen_ids]:
@@ -189,9 +200,10 @@ class ElasticController:
                 ended_at = min(n.ended_at, now) if n.ended_at is not None else now
                 out.append(NodeInterrupted(n.node_id, n.cluster, n.instance_type, str(n.market), str(n.state),
                                            now - ended_at))
-                if n.market is Market.SPOT:
-                    self.interruptions.append((n.instance_type, n.market, now))
-                    self.unreplaced += 1
+                self._spot_lost(n, now)
+            elif (n.state is NodeState.DRAINING and before is not None and n.node_id not in self.cordoned
+                  and n.node_id not in self.terminated and not n.released):
+                self._spot_lost(n, now)  # a terminate notice: its capacity is as good as gone already
             if n.state in (NodeState.INTERRUPTED, NodeState.GONE):
                 self.cordoned.pop(n.node_id, None)
         horizon = now - self.policy.interruption_window_s

@@ -137,6 +137,37 @@ def test_an_interrupted_spot_node_is_replaced_and_a_shape_interrupted_too_often_
     assert of(out, CreateNodes)[0].instance_type == "c5.large"
 
 
+def test_a_spot_node_under_notice_counts_as_lost_once_whichever_look_buys_its_replacement():
+    """The notice's window (the node draining, its tasks queued again) or after the node has gone: the
+    nodes bought for its work are a replacement either way, and its interruption is counted once."""
+    for look_in_window in (True, False):
+        ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(max_interruptions=2, interruption_window_s=600))
+        spot = node("b0", "c5.large", Market.SPOT, used=(2, 2048), running=2)
+        ctl.handle(ClusterObserved((), (CORE, spot)), 0.0)
+        draining = node("b0", "c5.large", Market.SPOT, NodeState.DRAINING, used=(2, 2048), running=2)
+        gone = node("b0", "c5.large", Market.SPOT, NodeState.INTERRUPTED, ended_at=52.0)
+        if look_in_window:
+            out = ctl.handle(ClusterObserved(scatter(2), (CORE, draining)), 50.0)
+        else:
+            ctl.handle(ClusterObserved((), (CORE, draining)), 50.0)
+            out = ctl.handle(ClusterObserved(scatter(2), (CORE, gone)), 53.0)
+        (req,) = records(out, "node_requested")
+        assert req["reason"] == "replace" and req["market"] == "spot", (look_in_window, req)
+        ctl.requests.clear()
+        out = ctl.handle(ClusterObserved((), (CORE, gone)), 60.0)
+        assert len(records(out, "node_interrupted")) == (1 if look_in_window else 0)
+        assert ctl.interruptions == [("c5.large", Market.SPOT, 50.0)] and ctl.unreplaced == 0
+
+
+def test_a_node_drained_for_its_release_is_not_a_loss():
+    ctl = ElasticController(ELASTIC_SHAPES)
+    ctl.handle(ClusterObserved((), (CORE, node("b0", "c5.large", Market.SPOT))), 0.0)
+    released = node("b0", "c5.large", Market.SPOT, NodeState.DRAINING, released=True)
+    out = ctl.handle(ClusterObserved(scatter(2), (CORE, released)), 10.0)
+    assert records(out, "node_requested")[0]["reason"] == "queued_work"
+    assert ctl.unreplaced == 0 and not ctl.interruptions
+
+
 def test_refused_spot_falls_back_to_the_next_shape_then_to_on_demand():
     ctl = ElasticController(ELASTIC_SHAPES, ElasticPolicy(max_spot_refusals=99))  # every spot shape is tried
     seen = []
