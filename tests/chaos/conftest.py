@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.harness import DATA, write_job
+from tests.chaos.harness import DATA, ITEMS, write_job
 
-ITEMS = list(range(1, 51))  # 50 scattered tasks + the merge: 51 Toil jobs
 SECONDS = 2  # each scattered task sleeps this long
-N_TASKS = len(ITEMS) + 1
 PLAN = DATA / "plan.json"
 
 

@@ -29,8 +29,11 @@ import httpx
 
 from plastic.core.jobs import split_task_id
 from tests.clirun import assert_replays, read_decisions
+from tests.waiting import eventually
 
 DATA = Path(__file__).resolve().parent / "data" / "square-sum"
+ITEMS = list(range(1, 51))  # the chaos tests' 50 scattered tasks + the merge: 51 Toil jobs
+N_TASKS = len(ITEMS) + 1
 WORKFLOW = DATA / "square-sum.cwl"
 MASTER_LINE = re.compile(r"local cluster at (http://[\d.]+:\d+)")
 
@@ -84,18 +87,10 @@ class ChaosRun:
     def stderr_tail(self, chars: int = 4000) -> str:
         return "".join(self.err)[-chars:]
 
-    def check_alive(self, what: str) -> None:
-        assert self.proc.poll() is None, f"plastic run ended (rc {self.proc.returncode}) before {what}:\n" \
-                                         + self.stderr_tail()
-        assert time.monotonic() < self.deadline, f"timed out waiting for {what}:\n" + self.stderr_tail()
-
     def wait_for(self, what: str, probe, step_s: float = 0.1) -> Any:
-        while True:
-            self.check_alive(what)
-            value = probe()
-            if value:
-                return value
-            time.sleep(step_s)
+        """The first truthy value of ``probe()``, while the run lives, until the run's deadline."""
+        return eventually(probe, max(self.deadline - time.monotonic(), 0.0), what, interval=step_s, alive=self.proc,
+                          describe=self.stderr_tail)
 
     @property
     def master(self) -> str:
@@ -136,7 +131,10 @@ class ChaosRun:
             status = self.status()
         except httpx.HTTPError as error:  # the cluster is gone: say what the run said (a clean-clone run
             # once met this with no more to go on)
-            time.sleep(1.0)
+            try:  # the run is likely ending: let it finish saying why (bounded)
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
             raise AssertionError(f"the local cluster stopped answering ({error}); plastic run "
                                  f"{'ended rc ' + str(self.proc.returncode) if self.proc.poll() is not None else 'runs'}"
                                  f", {self.finished_count()} tasks finished:\n{self.stderr_tail()}") from None

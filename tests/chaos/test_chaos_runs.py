@@ -22,8 +22,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.chaos.conftest import ITEMS, N_TASKS
-from tests.chaos.harness import ChaosRun, Result, plastic_env
+from tests.chaos.harness import ITEMS, N_TASKS, ChaosRun, Result, plastic_env
 from tests.waiting import eventually
 
 pytest.importorskip("toil")
