@@ -16,14 +16,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from plastic.procs import pid_alive
 from tests.clirun import REPO, assert_replays, read_decisions
+from tests.waiting import eventually
 
 pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
@@ -36,14 +38,6 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PLASTIC_REDIS_URL", None)
     return env
-
-
-def _wait(pred, proc: subprocess.Popen, what: str, every_s: float = 0.2) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not pred():
-        assert proc.poll() is None, f"plastic run ended ({proc.returncode}) before {what}"
-        assert time.monotonic() < deadline, f"no {what} within {WAIT_S} s"
-        time.sleep(every_s)
 
 
 def _planning(run_dir: Path) -> bool:
@@ -79,9 +73,11 @@ def _point(name: str, run_dir: Path):
 
 
 def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tuple[str, ...] = (),
-                      resume_args: tuple[str, ...] = (), pause_s: float = 1.0):
-    """`plastic run` the slow scatter, SIGKILL it at ``point``, wait ``pause_s``, `plastic run --resume`;
-    checks the output, the cluster's end and the one FINISHED per Toil job; returns (decisions, tasks)."""
+                      resume_args: tuple[str, ...] = (), before_resume: Callable[[Path], None] | None = None):
+    """`plastic run` the slow scatter, SIGKILL it at ``point``, then at once (as `plastic serve` does when
+    its run dies; the killed run's Redis and leader may still be going down) or once ``before_resume(run_dir)``
+    returns, `plastic run --resume`; checks the output, the cluster's end and the one FINISHED per Toil job;
+    returns (decisions, tasks)."""
     job = tmp_path / "job.yml"
     job.write_text(f"items: [1, 2, 3]\nseconds: {seconds}\n")
     run_dir, out = tmp_path / "run", tmp_path / "out"
@@ -92,13 +88,15 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
     with open(tmp_path / "first.log", "wb") as log:
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=log, stderr=log)
     try:
-        _wait(_point(point, run_dir), proc, point, every_s=0.02 if point == "planning" else 0.2)
+        eventually(_point(point, run_dir), WAIT_S, point, interval=0.02 if point == "planning" else 0.2, alive=proc,
+                   describe=lambda: (tmp_path / "first.log").read_text(errors="replace")[-3000:])
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     if point == "planning":  # killed before its cluster was named: the resume starts one (or re-attaches)
         assert (run_dir / "plan.json").is_file() and (run_dir / "run.json").is_file()
-    time.sleep(pause_s)  # the embedded Redis gets SIGTERM from the kernel; let it write its AOF and go
+    if before_resume is not None:
+        before_resume(run_dir)
     res = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet", *resume_args],
                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=150, check=False)
     toil_log = run_dir / "toil.log"  # none when the resume failed before Toil started
@@ -191,7 +189,8 @@ def test_resume_after_the_failover_timeout_subscribes_anew(tmp_path):
     """The resume comes after the framework's failover timeout (2 s here): the master removed the
     framework and killed its tasks; the new leader subscribes as a new framework and runs them again."""
     decisions, tasks = _kill_then_resume(tmp_path, "tasks_running", seconds=15,
-                                         toil_args=("--plasticFailoverTimeout", "2"), pause_s=5.0)
+                                         toil_args=("--plasticFailoverTimeout", "2"),
+                                         before_resume=_framework_removed)
     resumed = [d for d in decisions if d["kind"] == "resumed"]
     assert resumed and resumed[-1]["framework_removed"] is True
     ids = {d["framework_id"] for d in decisions if d["kind"] == "registered"}
@@ -201,6 +200,14 @@ def test_resume_after_the_failover_timeout_subscribes_anew(tmp_path):
     by_job = {t.id: t.spec.get("job_store_id") for t in tasks}
     runs = Counter(by_job.values())
     assert all(runs[by_job[d["task"].split(".")[0]]] == 2 for d in ended)  # killed by the master: run again
+
+
+def _framework_removed(run_dir: Path) -> None:
+    """Wait until the killed run's local master has removed its framework (its failover timeout passed)."""
+    master = json.loads((run_dir / "cluster.json").read_text())["master_url"]
+    eventually(lambda: httpx.get(master + "/plastic/status", timeout=5).json()["frameworks"] == [], WAIT_S,
+               "the master to remove the killed leader's framework after its failover timeout",
+               ignoring=httpx.HTTPError)
 
 
 def _check_orphans(decisions: list[dict], tasks: list, *, adopt: bool) -> None:
