@@ -20,23 +20,6 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 
-# Files another developer is changing while these rules come in (not to be touched here); each is to
-# follow them afterwards and then leaves this list (test_the_exceptions_are_still_needed says when).
-PENDING: dict[str, str] = {
-    "tests/chaos/harness.py": "time.sleep(1.0) before failing when the cluster stops answering (outside a loop)",
-    "tests/chaos/test_chaos_runs.py": "imports ITEMS and N_TASKS from tests/chaos/conftest.py (for a tests/chaos "
-                                      "helper module)",
-    "tests/resume/test_resume.py": "time.sleep(pause_s) after the SIGKILL, for the embedded Redis to write its AOF "
-                                   "and go (outside a loop)",
-    "tests/service/test_serve_resume.py": "time.sleep(1.0) after the killed plastic run ended (outside a loop)",
-    "tests/run/test_elastic_e2e.py": "imports check_outputs and plastic_run from tests/run/test_run_e2e.py (they "
-                                     "live in tests/run/helpers.py now)",
-}
-
-# (b) only: the compose tests run against a docker-compose cluster (make test-compose; not collected
-# otherwise, tests/conftest.py), which this machine cannot start, so their waits cannot be rewritten and
-# checked here; they are out of rule (b) until they are.
-NO_SLEEP_RULE = ("tests/compose/",)
 
 # (b): the sleeps that are not bets, by file and the call's source text.
 SLEEPS_ALLOWED: dict[tuple[str, str], str] = {
@@ -146,8 +129,6 @@ def _parsed() -> Iterator[tuple[Path, str, ast.AST]]:
 def test_no_module_imports_a_test_module():
     bad = []
     for path, _source, tree in _parsed():
-        if _rel(path) in PENDING:
-            continue
         bad += [f"{_rel(path)}:{line}: imports {module}" for line, module in imported_test_modules(path, tree)]
     assert not bad, ("test modules import from other test modules; move what they share to tests/fakes/ or a "
                      "helper module:\n" + "\n".join(bad))
@@ -157,8 +138,6 @@ def test_no_sleep_outside_a_loop():
     bad = []
     for path, source, tree in _parsed():
         rel = _rel(path)
-        if rel in PENDING or rel.startswith(NO_SLEEP_RULE):
-            continue
         for call, in_loop in _sleeps(tree):
             if not in_loop and (rel, ast.get_source_segment(source, call)) not in SLEEPS_ALLOWED:
                 bad.append(f"{rel}:{call.lineno}: {ast.get_source_segment(source, call)}")
@@ -167,18 +146,12 @@ def test_no_sleep_outside_a_loop():
 
 
 def test_the_exceptions_are_still_needed():
-    """An allowed sleep that is gone, or a pending file that follows the rules now, leaves the lists."""
+    """An allowed sleep that is gone leaves the list; every allowed one says why."""
     present = set()
-    clean = set()
     for path, source, tree in _parsed():
-        rel = _rel(path)
-        sleeps = [(call, in_loop) for call, in_loop in _sleeps(tree)]
-        present |= {(rel, ast.get_source_segment(source, call)) for call, _ in sleeps}
-        if rel in PENDING and not list(imported_test_modules(path, tree)) and all(ok for _, ok in sleeps):
-            clean.add(rel)
+        present |= {(_rel(path), ast.get_source_segment(source, call)) for call, _ in _sleeps(tree)}
     assert set(SLEEPS_ALLOWED) <= present, set(SLEEPS_ALLOWED) - present
-    assert not clean, f"these follow both rules now: take them off PENDING: {sorted(clean)}"
-    assert all(reason.strip() for reason in [*PENDING.values(), *SLEEPS_ALLOWED.values()])
+    assert all(reason.strip() for reason in SLEEPS_ALLOWED.values())
 
 
 def test_the_checks_see_what_they_are_for():

@@ -16,6 +16,7 @@ import pytest
 from plastic.compose import imds_port
 from tests.clirun import REPO
 from tests.compose.helpers import RUNS, master_state, master_tasks
+from tests.waiting import eventually
 
 EXAMPLES = REPO / "cwl-examples"
 IN_IMAGE = "/opt/plastic-examples"
@@ -151,11 +152,13 @@ def crash_once(cluster, service: str, run_id: str, *, once: str) -> None:
     pid = int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", cid], capture_output=True, text=True,
                              check=True).stdout)
     os.kill(pid, signal.SIGKILL)
-    time.sleep(3)
-    cluster.wait_healthy({service}, timeout=180)
-    restarts = json.loads(subprocess.run(["docker", "inspect", cid], capture_output=True, text=True,
+
+    def restarts() -> int:
+        return json.loads(subprocess.run(["docker", "inspect", cid], capture_output=True, text=True,
                                          check=True).stdout)[0]["RestartCount"]
-    assert restarts >= 1
+
+    eventually(lambda: restarts() >= 1, 180, f"Docker to restart {service} after its SIGKILL", interval=0.5)
+    cluster.wait_healthy({service}, timeout=180)
 
 
 def test_the_master_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from plastic.store import Store, start_embedded
 from tests.chaos.harness import ChaosRun
 from tests.clirun import REPO, assert_replays, read_decisions
-from tests.run.test_run_e2e import check_outputs, plastic_run
+from tests.run.helpers import check_outputs, plastic_run
 
 pytest.importorskip("toil")
 
@@ -82,7 +82,12 @@ def test_interrupted_spot_nodes_are_replaced_and_idle_nodes_released(tmp_path):
     interrupted = {i["agent_id"] for i in hit}
     lost = [d for d in res.of("node_interrupted") if d["node_id"] in interrupted]
     assert lost, res.of("node_interrupted")
-    first_loss = min(d["t"] for d in res.decisions if d["kind"] == "node_interrupted")
+    # the controller counts a spot node as lost from its terminate notice on (the book records the notice
+    # before the look that sees the node draining): the first spot node asked for after it is a
+    # replacement, whether that look falls in the notice's window or after the node has gone
+    first_loss = min(d["t"] for d in res.decisions if d["kind"] in ("notice", "node_interrupted")
+                     and d.get("notice_kind", "terminate") == "terminate"
+                     and d.get("agent_id", d.get("node_id")) in interrupted)
     after = [d for d in res.of("node_requested") if d["t"] >= first_loss and d["market"] == "spot"]
     assert after and after[0]["reason"] == "replace", res.of("node_requested")
     replacements = {n for d in res.of("node_created") if d["t"] >= after[0]["t"] for n in d["node_ids"]}

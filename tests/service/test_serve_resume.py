@@ -30,6 +30,7 @@ from plastic.procs import pid_alive, stop_process
 from plastic.service.service import MAX_RESUMES, Service, submission_fields
 from plastic.store import Store, start_embedded
 from tests.clirun import REPO
+from tests.waiting import eventually
 
 DATA = REPO / "tests" / "watch" / "data" / "slow-scatter"
 WAIT_S = 90  # for the run to get going, or a process to go
@@ -250,12 +251,10 @@ def _submit(tmp_path: Path, url: str, seconds: int) -> str:
 
 
 def _wait(pred, what: str, timeout_s: float, *logs: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not pred():
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {p}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
-            pytest.fail(f"no {what} within {timeout_s:.0f} s\n{tails}")
-        time.sleep(0.3)
+    def tails() -> str:
+        return "\n".join(f"--- {p}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
+
+    eventually(pred, timeout_s, what, interval=0.3, describe=tails)
 
 
 def _kill_group(pid: int) -> None:
@@ -290,7 +289,7 @@ def _mid_run_restart(tmp_path: Path, own_redis, store: Store, *, seconds: int, k
     if kill_child:
         os.kill(child_pid, signal.SIGKILL)  # its Toil leader gets SIGKILL from the kernel (parent death)
         _wait(lambda: not pid_alive(child_pid), "end of the killed plastic run", 10)
-        time.sleep(1.0)
+        # the service comes back at once: the killed run's Redis writes and Toil leader may still be going
     serves.append(_serve(tmp_path, url, second_log))
     _wait(lambda: store.get_run(run_id).state in (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED),
           "end of the run", END_S, second_log, run_log, tmp_path / "runs" / run_id / "toil.log")
