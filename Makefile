@@ -7,7 +7,7 @@ STAMP_TEST := $(VENV)/.installed-test
 DEMO_WF  ?= cwl-examples/scatter-gather/scatter-gather.cwl
 DEMO_JOB ?= cwl-examples/scatter-gather/job.yml
 
-.PHONY: demo test venv clean bench test-services test-compose
+.PHONY: demo test test-fast venv clean bench test-services test-compose
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,9 +58,24 @@ test-services:
 	  { systemctl disable --now redis-server || service redis-server stop; } >/dev/null 2>&1 || true; \
 	fi
 
+# The whole suite, the one gate (CI runs it): TEST_WORKERS pytest-xdist processes share the tests out
+# (most wait on processes they started: more workers than cores is a gain, BENCHMARKS.md "The test
+# suite"); the tests that share a module's fixture stay in one worker (tests/conftest.py).  plastic's
+# bytecode is compiled first: every test starts plastic processes, and with PYTHONDONTWRITEBYTECODE
+# set each of them would compile what it imports again.
+TEST_WORKERS ?= 3
+PYTEST := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider
+
 test: $(STAMP_TEST) test-services
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25; \
+	$(BIN)/python -m compileall -q plastic toil_batch_system_plastic.py
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadgroup --durations=25; \
 	  rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; exit 0; fi; exit $$rc
+
+# The edit-run loop: everything that needs no Toil run and no cluster process (about 2 minutes);
+# `make test` before a change goes in.
+test-fast: $(STAMP_TEST)
+	$(BIN)/python -m compileall -q plastic toil_batch_system_plastic.py
+	$(PYTEST) -n 2 --dist loadgroup -m "not toil_e2e and not conformance and not cluster" --durations=10
 
 # The compose cluster on real Apache Mesos 1.11 (needs Docker; not part of `make test`): builds the
 # images (the first Mesos build compiles for 35-60 minutes, the layer cache keeps it), brings the

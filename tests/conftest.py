@@ -18,9 +18,46 @@ from plastic.store import start_embedded
 collect_ignore = [] if os.environ.get("PLASTIC_COMPOSE_TESTS") == "1" else ["compose"]
 
 
+# fixtures that start a cluster process (the local cluster, ZooKeeper): a test using one is marked
+# `cluster` and is not in `make test-fast`
+CLUSTER_FIXTURES = frozenset({"cluster", "fresh_cluster", "auth_cluster", "zk"})
+# what runs first, so that pytest-xdist's workers (make test) start the longest items first and end
+# together: the conformance shards (minutes each), then the Toil runs, then tests with a cluster
+HEAVY_FIRST = ("conformance", "toil_e2e", "cluster")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "toil_e2e: end-to-end runs through Toil on a local cluster "
                                        "(about 20-60 s each; deselect with -m 'not toil_e2e')")
+    config.addinivalue_line("markers", "cluster: starts a cluster process (local Mesos cluster, ZooKeeper); "
+                                       "`make test-fast` leaves these out with the Toil runs")
+
+
+def _shares_fixtures(item: pytest.Item) -> bool:
+    """The test uses a fixture wider than itself and narrower than the session (a module's cluster, a
+    class's, one run that several tests read): its module's tests must run in one worker, or each
+    worker that gets one of them pays for that fixture again."""
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs and defs[-1].scope in ("package", "module", "class")
+                                    for defs in info.name2fixturedefs.values())
+
+
+def _weight(item: pytest.Item) -> int:
+    return next((i for i, mark in enumerate(HEAVY_FIRST) if item.get_closest_marker(mark)), len(HEAVY_FIRST))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.cluster)
+        if _shares_fixtures(item):  # (make test runs pytest-xdist with --dist loadgroup)
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    if getattr(config.option, "dist", "no") != "no":  # spread over workers: heaviest modules first
+        module_weight: dict[str, int] = {}
+        for item in items:
+            module = item.nodeid.split("::", 1)[0]
+            module_weight[module] = min(module_weight.get(module, len(HEAVY_FIRST)), _weight(item))
+        items.sort(key=lambda item: module_weight[item.nodeid.split("::", 1)[0]])  # stable within a weight
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,15 +1,18 @@
-"""The CWL v1.2 conformance tests tagged `required`, through toil-cwl-runner --batchSystem plastic
-and through `plastic run` itself.
+"""The CWL v1.2 conformance tests tagged `required`, through `plastic run`.
 
-cwltest runs the 84 required tests of ../shared/cwl-v1.2 (next to the repository), two at a time:
-through Toil on one local cluster (bench/conformance.py: CLUSTER_SPEC, RUNNER_FLAGS, which include
---no-container), and through `plastic run` (each test its own local cluster, Redis and run
-directory; the annotations lowered, the plan, the elastic cluster, the printed outputs).  Every test
-must pass except those in KNOWN_FAILURES, which fail on --batchSystem single_machine in this
-environment too, each with its reason.  A failure not in the list fails this test, and so does a
-listed test that now passes (update the list).
+cwltest runs the 84 required tests of ../shared/cwl-v1.2 (next to the repository), two at a time,
+through `plastic run` (each test its own local cluster, Redis and run directory: the annotations
+lowered, the plan, the elastic cluster, Toil with --batchSystem plastic, the printed outputs), in
+SHARDS pieces so that `make test`'s workers share them out.  Every test must pass except those in
+KNOWN_FAILURES, which fail on --batchSystem single_machine in this environment too, each with its
+reason.  A failure not in the list fails its shard, and so does a listed test that now passes
+(update the list).
 
-Run alone with `pytest tests/conformance` (about 5 + 8 minutes on 2 cores); deselect with
+The same tests through `toil-cwl-runner --batchSystem plastic` on one shared local cluster were a
+second pass here; `plastic run` runs them through that same batch system and checks more, so that
+pass is left to `bench/conformance.py --only plastic` (and `--only all`).
+
+Run alone with `pytest tests/conformance` (about 8 minutes on 2 cores); deselect with
 `-m "not conformance"`.  Skipped when ../shared/cwl-v1.2 is absent.
 """
 
@@ -26,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO.parent / "shared" / "cwl-v1.2"
 TAGS = "required"
 TIMEOUT_S = 180
+SHARDS = 4  # about 2 minutes each on two cores
 
 # test id -> why it fails on single_machine as well (same runner flags, this environment)
 KNOWN_FAILURES: dict[str, str] = {
@@ -80,20 +84,41 @@ def test_the_plastic_run_pass_turns_cwltests_call_into_plastic_run(tmp_path: Pat
         conformance.plastic_run_argv(["t.cwl"], tmp_path)
 
 
-@pytest.mark.parametrize("system", ["plastic", conformance.PLASTIC_RUN])
-def test_required_conformance_through_plastic(tmp_path: Path, system: str) -> None:
-    expected = conformance.selected_ids(SUITE, TAGS)
-    stale = sorted(set(KNOWN_FAILURES) - set(expected))
+def test_the_shards_cover_every_test_once() -> None:
+    assert [n for shard in range(SHARDS) for n in conformance._expand(shard_numbers(shard, 84))] == \
+        list(range(1, 85))
+    assert [n for shard in range(SHARDS) for n in conformance._expand(shard_numbers(shard, 5))] == [1, 2, 3, 4, 5]
+
+
+def shard_numbers(shard: int, total: int) -> str:
+    """cwltest's -n range of one shard of ``total`` tests (1-based, contiguous, sizes differ by 1 at most)."""
+    lo = total * shard // SHARDS + 1
+    hi = total * (shard + 1) // SHARDS
+    return f"{lo}-{hi}" if hi >= lo else ""
+
+
+@pytest.mark.conformance
+@needs_suite
+def test_known_failures_are_required_tests() -> None:
+    stale = sorted(set(KNOWN_FAILURES) - set(conformance.selected_ids(SUITE, TAGS)))
     assert not stale, f"KNOWN_FAILURES names tests that are not required tests of the suite: {stale}"
 
+
+@pytest.mark.conformance
+@needs_suite
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_required_conformance_through_plastic_run(tmp_path: Path, shard: int) -> None:
+    numbers = shard_numbers(shard, len(conformance.selected_ids(SUITE, TAGS)))
+    expected = conformance.selected_ids(SUITE, TAGS, numbers)
     t0 = time.monotonic()
-    result = conformance.run_pass(SUITE, system, tmp_path, tags=TAGS, jobs=2, timeout=TIMEOUT_S)
+    result = conformance.run_pass(SUITE, conformance.PLASTIC_RUN, tmp_path, tags=TAGS, jobs=2, timeout=TIMEOUT_S,
+                                  numbers=numbers)
     elapsed = time.monotonic() - t0
-    log = tmp_path / f"{system}.log"
+    log = tmp_path / f"{conformance.PLASTIC_RUN}.log"
     assert [t.id for t in result.tests] == expected, \
-        f"cwltest (exit {result.returncode}) did not report every required test:\n{log.read_text()[-4000:]}"
+        f"cwltest (exit {result.returncode}) did not report every test of {numbers}:\n{log.read_text()[-4000:]}"
 
     found = problems(result.tests, KNOWN_FAILURES)
-    print(f"{len(expected)} required tests through {system}: {result.count(conformance.PASSED)} passed, "
-          f"{result.total - result.count(conformance.PASSED)} not ({len(KNOWN_FAILURES)} known) in {elapsed:.0f} s")
+    print(f"required tests {numbers} through plastic run: {result.count(conformance.PASSED)} passed, "
+          f"{result.total - result.count(conformance.PASSED)} not in {elapsed:.0f} s")
     assert not found, "\n\n".join(found)
