@@ -19,7 +19,6 @@ from plastic.store import Store
 from tests.aws.helpers import REGION, SECRET
 
 
-
 def _loopback(address: object) -> bool:
     if isinstance(address, (str, bytes)):  # AF_UNIX path
         return True

@@ -15,7 +15,6 @@ from tests.local.scheduler_scenarios import (  # noqa: F401  (collected here, ag
     test_reconcile_rules,
     test_suppress_keeps_outstanding_offers,
 )
-from tests.mesos.helpers import Recorder
 from tests.mesos.driver_scenarios import (  # noqa: F401  (collected here, against the real master)
     attributes,
     drivers,
@@ -25,6 +24,7 @@ from tests.mesos.driver_scenarios import (  # noqa: F401  (collected here, again
     test_launch_finish_and_fail_with_exit_codes,
     test_reconcile_explicit_and_implicit,
 )
+from tests.mesos.helpers import Recorder
 
 
 def test_subscribe_and_offers_from_the_three_labelled_agents(cluster, drivers):  # noqa: F811

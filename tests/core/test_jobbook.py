@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.jobbook import JobBook
 from plastic.core.jobbook_commands import (
     Acknowledge,
     DeclineOffers,

@@ -57,7 +57,6 @@ finally:
 
 from plastic.framework.toil_batch import PlasticBatchSystem
 
-
 RELIABLE_CORES = max(bst.numCores, bst.AbstractBatchSystemJobTest.cpuCount)
 SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": RELIABLE_CORES, "ram_mib": 4096, "preemptible": False},

@@ -15,9 +15,9 @@ from plastic.local.testing import LocalCluster
 from tests.local.auth_scenarios import (  # collected here too: they run against any authenticating master
     CASES,
     recorded,
-    test_answers_as_a_real_master,
-    test_framework_with_the_credential_subscribes_as_its_principal,
-    test_framework_without_a_good_credential_is_refused_at_once,
+    test_answers_as_a_real_master,  # noqa: F401 (collected, or a fixture, here)
+    test_framework_with_the_credential_subscribes_as_its_principal,  # noqa: F401 (collected, or a fixture, here)
+    test_framework_without_a_good_credential_is_refused_at_once,  # noqa: F401 (collected, or a fixture, here)
 )
 
 SPEC = {"clusters": [{"name": "core", "count": 1, "cpus": 2, "ram_mib": 2048, "preemptible": False}]}

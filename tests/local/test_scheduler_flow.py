@@ -15,11 +15,11 @@ from tests.local.rawmesos import attrs, operator, scalar, task_info
 from tests.local.scheduler_scenarios import (  # collected here too: they run against any master
     framework_of,
     group_alive,
-    test_decline_filter_and_revive,
-    test_invalid_accepts,
-    test_kill_sends_killing_then_killed_and_kills_the_group,
-    test_reconcile_rules,
-    test_suppress_keeps_outstanding_offers,
+    test_decline_filter_and_revive,  # noqa: F401 (collected, or a fixture, here)
+    test_invalid_accepts,  # noqa: F401 (collected, or a fixture, here)
+    test_kill_sends_killing_then_killed_and_kills_the_group,  # noqa: F401 (collected, or a fixture, here)
+    test_reconcile_rules,  # noqa: F401 (collected, or a fixture, here)
+    test_suppress_keeps_outstanding_offers,  # noqa: F401 (collected, or a fixture, here)
 )
 from tests.waiting import eventually
 

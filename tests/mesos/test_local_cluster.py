@@ -21,15 +21,15 @@ from plastic.mesos import DriverStatus
 from .driver_scenarios import (  # collected here too: they run against any master
     Launcher,
     attributes,
-    drivers,
+    drivers,  # noqa: F401 (collected, or a fixture, here)
     on_core,
     on_spot,
     scalar,
     task,
-    test_failover_to_a_new_driver_keeps_tasks,
-    test_kill_goes_through_killing,
-    test_launch_finish_and_fail_with_exit_codes,
-    test_reconcile_explicit_and_implicit,
+    test_failover_to_a_new_driver_keeps_tasks,  # noqa: F401 (collected, or a fixture, here)
+    test_kill_goes_through_killing,  # noqa: F401 (collected, or a fixture, here)
+    test_launch_finish_and_fail_with_exit_codes,  # noqa: F401 (collected, or a fixture, here)
+    test_reconcile_explicit_and_implicit,  # noqa: F401 (collected, or a fixture, here)
 )
 from .helpers import Recorder
 from .zookeeper import available as zookeeper_available
@@ -58,7 +58,7 @@ def fresh_cluster() -> Iterator[Any]:
 # ----------------------------------------------------------------------------------
 
 
-def test_subscribe_and_offers_with_attributes(cluster, drivers):
+def test_subscribe_and_offers_with_attributes(cluster, drivers):  # noqa: F811 (the drivers fixture)
     sched = Recorder()
     driver = drivers(sched, cluster.master_url, name="it-offers")
     sched.wait_count("registered")
@@ -78,7 +78,7 @@ def test_subscribe_and_offers_with_attributes(cluster, drivers):
     assert "failover_timeout" not in mine[0]["framework_info"] or mine[0]["framework_info"]["failover_timeout"] == 0
 
 
-def test_agent_loss_reports_unreachable_and_slave_lost(fresh_cluster, drivers):
+def test_agent_loss_reports_unreachable_and_slave_lost(fresh_cluster, drivers):  # noqa: F811 (the drivers fixture)
     sched = Launcher()
     driver = drivers(sched, fresh_cluster.master_url, name="it-agent-loss")
     sched.wait_count("registered")
@@ -92,7 +92,7 @@ def test_agent_loss_reports_unreachable_and_slave_lost(fresh_cluster, drivers):
     assert driver.status is DriverStatus.DRIVER_RUNNING
 
 
-def test_drain_agent_kills_with_reason_draining(fresh_cluster, drivers):
+def test_drain_agent_kills_with_reason_draining(fresh_cluster, drivers):  # noqa: F811 (the drivers fixture)
     sched = Launcher()
     driver = drivers(sched, fresh_cluster.master_url, name="it-drain")
     sched.wait_count("registered")
@@ -113,7 +113,7 @@ def test_drain_agent_kills_with_reason_draining(fresh_cluster, drivers):
                    10, "offers from the reactivated agent")
 
 
-def test_reconnect_after_the_master_pauses_replays_queued_calls(fresh_cluster, drivers):
+def test_reconnect_after_the_master_pauses_replays_queued_calls(fresh_cluster, drivers):  # noqa: F811 (the drivers fixture)
     """SIGSTOP the master's process: heartbeats stop, the watchdog drops the stream,
     calls made meanwhile are queued; after SIGCONT the driver fails over to the same
     framework id and the queued KILL is carried out."""
@@ -141,7 +141,7 @@ def test_reconnect_after_the_master_pauses_replays_queued_calls(fresh_cluster, d
     assert driver.reconnects >= 1
 
 
-def test_reconnect_after_the_master_restarts(fresh_cluster, drivers):
+def test_reconnect_after_the_master_restarts(fresh_cluster, drivers):  # noqa: F811 (the drivers fixture)
     """A real master failover: the master process is SIGKILLed and a new one starts on the same port,
     with fresh agents (the old task is gone).  The driver retries until the new master answers,
     re-subscribes with the same framework id (``reregistered``), replays the calls made meanwhile, and
@@ -192,7 +192,7 @@ def test_reconnect_after_the_master_restarts(fresh_cluster, drivers):
 
 
 @pytest.mark.skipif(not zookeeper_available(), reason="no ZooKeeper here (apt-get install zookeeper)")
-def test_zk_master_url_end_to_end(cluster, drivers, tmp_path):
+def test_zk_master_url_end_to_end(cluster, drivers, tmp_path):  # noqa: F811 (the drivers fixture)
     from kazoo.client import KazooClient
 
     port = int(cluster.master_url.rsplit(":", 1)[1])
