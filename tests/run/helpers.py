@@ -13,6 +13,12 @@ from tests.clirun import REPO
 
 EXAMPLES = REPO / "cwl-examples"
 TIMEOUT_S = 240
+# The scatter-gather example, and its input in two parts: 5 Toil jobs where the example's job.yml makes
+# 25 (about a third of the CPU on two cores), the same sorted output, a spot node in the plan (so the
+# run starts spot-notice watchers too).  For the tests whose point is how a run is set up (Redis
+# credentials, TLS, Mesos authentication, file modes, where its files go), not how wide it is.
+SG = EXAMPLES / "scatter-gather"
+SG_TWO_PARTS = REPO / "tests" / "run" / "data" / "scatter-gather-two-parts.yml"
 
 
 def plastic_run(tmp_path: Path, example: str, *extra: str, env: dict | None = None,

@@ -16,10 +16,10 @@ import pytest
 
 from plastic.local.testing import LocalCluster
 from tests.clirun import REPO, assert_one_line_error, plastic
+from tests.run.helpers import SG, SG_TWO_PARTS
 
 pytest.importorskip("toil")
 
-EXAMPLE = REPO / "cwl-examples" / "scatter-gather"
 SECRET = "Sx9-not-in-any-log"
 SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": 2, "ram_mib": 4096, "preemptible": False, "instance_type": "c5.large"},
@@ -49,8 +49,8 @@ def test_a_run_authenticates_and_never_shows_the_secret(secured, tmp_path):
     cluster, base = secured
     run_dir, out = tmp_path / "run", tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
-    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(EXAMPLE / "scatter-gather.cwl"),
-                          str(EXAMPLE / "job.yml"), "--master", cluster.master_url, "--mesos-credential",
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"),
+                          str(SG_TWO_PARTS), "--master", cluster.master_url, "--mesos-credential",
                           str(_credential(base, SECRET)), "--outdir", str(out), "--run-dir", str(run_dir), "--quiet"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -67,7 +67,7 @@ def test_a_run_authenticates_and_never_shows_the_secret(secured, tmp_path):
 
 def test_a_wrong_secret_is_one_line_and_makes_nothing(secured, tmp_path):
     cluster, base = secured
-    res = plastic("run", EXAMPLE / "scatter-gather.cwl", EXAMPLE / "job.yml", "--master", cluster.master_url,
+    res = plastic("run", SG / "scatter-gather.cwl", SG_TWO_PARTS, "--master", cluster.master_url,
                   "--mesos-credential", _credential(base, "wrong-one"), "--run-dir", tmp_path / "run",
                   "--outdir", tmp_path / "out", cwd=tmp_path)
     assert_one_line_error(res, "refused the credential", "'plastic'", "401")
@@ -77,7 +77,7 @@ def test_a_wrong_secret_is_one_line_and_makes_nothing(secured, tmp_path):
 
 def test_bad_credential_files_and_options(secured, tmp_path):
     cluster, _ = secured
-    args = ("run", EXAMPLE / "scatter-gather.cwl", EXAMPLE / "job.yml", "--run-dir", tmp_path / "run")
+    args = ("run", SG / "scatter-gather.cwl", SG_TWO_PARTS, "--run-dir", tmp_path / "run")
     res = plastic(*args, "--master", cluster.master_url, "--mesos-credential", tmp_path / "missing.json", cwd=tmp_path)
     assert_one_line_error(res, "missing.json", "no such file")
     bad = tmp_path / "bad.json"

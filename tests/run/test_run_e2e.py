@@ -14,21 +14,35 @@ from pathlib import Path
 import pytest
 
 from tests.clirun import REPO, assert_replays
-from tests.run.helpers import EXAMPLES, TIMEOUT_S, check_outputs, plastic_run
+from tests.run.helpers import EXAMPLES, SG_TWO_PARTS, TIMEOUT_S, check_outputs, plastic_run
 
 pytest.importorskip("toil")
 
 pytestmark = pytest.mark.toil_e2e
 
-# tests/run/test_elastic_e2e.py still imports check_outputs and plastic_run from here (it is being changed
-# elsewhere); their home is tests/run/helpers.py
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """`plastic run` of a bundled example, once per example in this module, with a TMPDIR of its own
+    (the machine's temporary directory as the run sees it): (result, its directory, that TMPDIR).  The
+    tests that read the same run of the scatter-gather example share it."""
+    done: dict[str, tuple] = {}
+
+    def run(example: str) -> tuple:
+        if example not in done:
+            tmp_path = tmp_path_factory.mktemp(example)
+            tmp = tmp_path / "tmp"
+            tmp.mkdir()
+            done[example] = (plastic_run(tmp_path, example, env={"TMPDIR": str(tmp)}), tmp_path, tmp)
+        return done[example]
+
+    return run
 
 
 @pytest.mark.parametrize("example", ["scatter-gather", "nested-scatter", "dynamic-resources"])
-def test_examples_through_plastic_run(tmp_path, example):
-    tmp = tmp_path / "tmp"  # the machine's temporary directory, as the run sees it
-    tmp.mkdir()
-    res = plastic_run(tmp_path, example, env={"TMPDIR": str(tmp)})
+def test_examples_through_plastic_run(example_run, example):
+    res, tmp_path, tmp = example_run(example)
     check_outputs(res, tmp_path, example)
     # Toil's leader leaves files in its TMPDIR at every start: the run gives it its own, removed at success
     assert list(tmp.iterdir()) == [] and not (tmp_path / "run" / "toil-tmp").exists()
@@ -55,7 +69,7 @@ def test_a_run_started_in_a_directory_with_a_space_keeps_its_files_in_plastic_ho
     here = tmp_path / "my project"
     here.mkdir()
     wf = EXAMPLES / "scatter-gather"
-    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(wf / "scatter-gather.cwl"), str(wf / "job.yml"),
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(wf / "scatter-gather.cwl"), str(SG_TWO_PARTS),
                           "--outdir", "results"], capture_output=True, text=True, cwd=here, timeout=TIMEOUT_S,
                          env={**{k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"},
                               "PLASTIC_HOME": str(tmp_path / "home")}, check=False)
@@ -81,9 +95,10 @@ def test_a_process_of_a_graph_document_runs_by_its_fragment(tmp_path):
     check_outputs(res, tmp_path, "nested-scatter")
 
 
-def test_scatter_gather_placement_follows_annotations(tmp_path):
-    """preempt=false steps never land on spot agents; the run's Redis holds every task FINISHED."""
-    res = plastic_run(tmp_path, "scatter-gather")
+def test_scatter_gather_placement_follows_annotations(example_run):
+    """preempt=false steps never land on spot agents; the run's Redis holds every task FINISHED (the same
+    run as test_examples_through_plastic_run's)."""
+    res, tmp_path, _ = example_run("scatter-gather")
     check_outputs(res, tmp_path, "scatter-gather")
     plan = json.loads((tmp_path / "run" / "plan.json").read_text())
     spot_clusters = {n["cluster"] for n in plan["nodes"] if n["market"] == "spot"}

