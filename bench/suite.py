@@ -16,8 +16,9 @@ directory.
 prints line coverage of plastic/ per package.  The REF's own pytest arguments are used unless
 `--pytest-args` says otherwise (the baseline of 2026-11-28 was measured with "-n 3 --dist loadfile").
 
-The clones stay in the work directory (--workdir, default /tmp/plastic-suite-bench) until the next
-run of the same number; figures go to BENCHMARKS.md by hand, with the machine and the date.
+The clones stay in the work directory (--workdir, default ../suite-bench beside this checkout, as CI's
+clone is: tests read ../shared when it is there, and skip otherwise) until the next run of the same
+number; figures go to BENCHMARKS.md by hand, with the machine and the date.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep one core busy during this run (1-based; repeatable)")
     ap.add_argument("--coverage", action="store_true", help="one run under coverage.py instead, per package")
     ap.add_argument("--pytest-args", help="with --coverage: pytest's arguments (default: -n 3 --dist loadgroup)")
-    ap.add_argument("--workdir", type=Path, default=Path("/tmp/plastic-suite-bench"))
+    ap.add_argument("--workdir", type=Path, default=REPO.parent / "suite-bench")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     ref = subprocess.run(["git", "-C", str(REPO), "rev-parse", args.ref], capture_output=True, text=True,
