@@ -16,9 +16,11 @@ directory.
 prints line coverage of plastic/ per package.  The REF's own pytest arguments are used unless
 `--pytest-args` says otherwise (the baseline of 2026-11-28 was measured with "-n 3 --dist loadfile").
 
-The clones stay in the work directory (--workdir, default ../suite-bench beside this checkout, as CI's
-clone is: tests read ../shared when it is there, and skip otherwise) until the next run of the same
-number; figures go to BENCHMARKS.md by hand, with the machine and the date.
+The clones stay in the work directory (--workdir, default ../suite-bench beside this checkout) until
+the next run of the same number; figures go to BENCHMARKS.md by hand, with the machine and the date.
+Tests read ../shared beside the clone when it is there (the CWL conformance suite, the WfCommons
+traces) and skip otherwise, so the work directory gets a link `shared` to the one beside this
+checkout, as CI's clone has it; the run stops if the link cannot be made.
 """
 
 from __future__ import annotations
@@ -68,6 +70,17 @@ def cpu_times() -> tuple[int, int]:
     fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = fields[3] + fields[4]
     return sum(fields) - idle, sum(fields)
+
+
+def link_shared(workdir: Path) -> None:
+    """The clones in ``workdir`` find ../shared as a clone beside this checkout does."""
+    shared, link = REPO.parent / "shared", workdir / "shared"
+    if not shared.is_dir():
+        sys.exit(f"suite.py: {shared} is not there: the conformance and trace tests would skip")
+    if link.resolve() != shared.resolve():
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to(shared)
 
 
 def clone(ref: str, into: Path) -> str:
@@ -178,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=REPO.parent / "suite-bench")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
+    link_shared(args.workdir)
     ref = subprocess.run(["git", "-C", str(REPO), "rev-parse", args.ref], capture_output=True, text=True,
                          check=True).stdout.strip()
     if args.coverage:

@@ -46,13 +46,21 @@ def _weight(item: pytest.Item) -> int:
     return next((i for i, mark in enumerate(HEAVY_FIRST) if item.get_closest_marker(mark)), len(HEAVY_FIRST))
 
 
+# tryfirst: pytest-xdist's worker reads the xdist_group marks in this same hook (it appends the group
+# to each test id), and a worker registers that plugin after this conftest, so that its hook would run
+# first and see no mark: each worker that got one of a module's tests then started the module's
+# fixture again (the chaos kill-and-flood run and the examples' run were made twice in one make test)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.cluster)
         if _shares_fixtures(item):  # (make test runs pytest-xdist with --dist loadgroup)
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-    if getattr(config.option, "dist", "no") != "no":  # spread over workers: heaviest modules first
+    # Under pytest-xdist the workers collect (the controller takes their order, with make test's
+    # --no-loadscope-reorder), so the sort is done where PYTEST_XDIST_WORKER is set: the heaviest
+    # modules first, and the workers end together
+    if os.environ.get("PYTEST_XDIST_WORKER"):
         module_weight: dict[str, int] = {}
         for item in items:
             module = item.nodeid.split("::", 1)[0]

@@ -14,6 +14,10 @@ Each exception is listed below with its reason.  Code in strings (a subprocess's
 from __future__ import annotations
 
 import ast
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -175,3 +179,22 @@ def f():
                                                                        "tests.core.test_elastic"]
     assert [(ast.get_source_segment(source, c), ok) for c, ok in _sleeps(tree)] == [
         ("time.sleep(0.1)", True), ("time.sleep(1)", False), ("time.sleep(2)", False)]
+
+
+def test_make_tests_workers_keep_a_modules_shared_fixture_in_one_worker():
+    """make test's pytest-xdist options, on a module whose fixture is module-wide (tests/cwl/test_job_flags.py:
+    `tool`): the tests that use it carry the module's group and run in one worker, so the fixture is made
+    once.  With pytest 9.2 and pytest-xdist 3.8 the group was dropped without a word (pytest-xdist issue
+    1386: the group is written into a node id field pytest 9.2 no longer reads) and each worker made
+    the fixture again; pyproject.toml keeps pytest below 9.2 for that."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+                          "--no-loadscope-reorder", "-v", "tests/cwl/test_job_flags.py"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stdout[-3000:]
+    ran = re.findall(r"^\[(gw\d+)\] .*?PASSED (.+?)\s*$", res.stdout, re.MULTILINE)
+    shared = [(worker, test) for worker, test in ran if "test_every_kind_of_input" in test or "test_bad_flags" in test
+              or "test_flags_go_on_top" in test]
+    assert len(shared) >= 3, res.stdout[-3000:]
+    assert all(test.endswith("@tests/cwl/test_job_flags.py") for _, test in shared), shared
+    assert len({worker for worker, _ in shared}) == 1, shared

@@ -8,6 +8,7 @@ fails), and to the last byte (writes fail in Toil and in the embedded Redis firs
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -49,16 +50,25 @@ def small_disk(tmp_path) -> Iterator[Path]:
 
 
 def _fill(mount: Path, leave_bytes: int) -> Path:
+    """Write a filler file until ``leave_bytes`` are free; with 0, until a write fails (ENOSPC).
+
+    Unbuffered, so that the write that fails is the one inside the try: a buffered file kept the
+    tail of a short write and raised ENOSPC at close, outside it, when the run's own writes had
+    taken some of the space counted as free (seen once under coverage).
+    """
     filler = mount / "filler"
     free = shutil.disk_usage(mount).free
-    with open(filler, "wb") as fh:
-        block = b"\0" * MIB
-        remaining = max(free - leave_bytes, 0)
+    block = b"\0" * MIB
+    with open(filler, "wb", buffering=0) as fh:
+        remaining = max(free - leave_bytes, 0) if leave_bytes else None
         try:
-            while remaining > 0:
-                remaining -= fh.write(block[:min(MIB, remaining)])
-        except OSError:
-            pass  # full: what the second case wants
+            while remaining is None or remaining > 0:
+                written = fh.write(block if remaining is None else block[:min(MIB, remaining)])
+                if remaining is not None:
+                    remaining -= written
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise  # full is what the second case wants; anything else is not
     return filler
 
 
