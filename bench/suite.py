@@ -16,11 +16,10 @@ directory.
 prints line coverage of plastic/ per package.  The REF's own pytest arguments are used unless
 `--pytest-args` says otherwise (the baseline of 2026-11-28 was measured with "-n 3 --dist loadfile").
 
-The clones stay in the work directory (--workdir, default ../suite-bench beside this checkout) until
-the next run of the same number; figures go to BENCHMARKS.md by hand, with the machine and the date.
-Tests read ../shared beside the clone when it is there (the CWL conformance suite, the WfCommons
-traces) and skip otherwise, so the work directory gets a link `shared` to the one beside this
-checkout, as CI's clone has it; the run stops if the link cannot be made.
+The clones (suite-clone-N, beside this checkout, as CI's clone is: tests read ../shared there and skip
+without it) stay until the next run of the same number; logs, junit XML and figures go to the work
+directory (--workdir, default ../suite-bench); figures go to BENCHMARKS.md by hand, with the machine
+and the date.
 """
 
 from __future__ import annotations
@@ -39,6 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# the clones sit beside this checkout, as CI's clone does: tests read ../shared there (the CWL conformance
+# suite, the WfCommons traces) and skip without it; a link would not do (cwltest compares the tool's path
+# with its resolved working directory, and passes a file:// URI when they differ)
+CLONES = REPO.parent
 COVERAGE_PIN = "coverage==7.17.5"
 COVERAGE_RC = """[run]
 source_pkgs = plastic
@@ -70,17 +73,6 @@ def cpu_times() -> tuple[int, int]:
     fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = fields[3] + fields[4]
     return sum(fields) - idle, sum(fields)
-
-
-def link_shared(workdir: Path) -> None:
-    """The clones in ``workdir`` find ../shared as a clone beside this checkout does."""
-    shared, link = REPO.parent / "shared", workdir / "shared"
-    if not shared.is_dir():
-        sys.exit(f"suite.py: {shared} is not there: the conformance and trace tests would skip")
-    if link.resolve() != shared.resolve():
-        if link.is_symlink():
-            link.unlink()
-        link.symlink_to(shared)
 
 
 def clone(ref: str, into: Path) -> str:
@@ -117,7 +109,7 @@ def read_junit(path: Path, figures: RunFigures) -> None:
 
 
 def one_run(n: int, ref: str, workdir: Path, burner: bool) -> RunFigures:
-    where = workdir / f"clone-{n}"
+    where = CLONES / f"suite-clone-{n}"
     sha = clone(ref, where)
     junit = workdir / f"run-{n}.xml"
     log = workdir / f"run-{n}.log"
@@ -143,7 +135,7 @@ def one_run(n: int, ref: str, workdir: Path, burner: bool) -> RunFigures:
 
 
 def coverage_run(ref: str, workdir: Path, pytest_args: str | None) -> dict[str, tuple[int, int]]:
-    where = workdir / "clone-coverage"
+    where = CLONES / "suite-clone-coverage"
     clone(ref, where)
     data = workdir / "coverage"
     shutil.rmtree(data, ignore_errors=True)
@@ -191,7 +183,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=REPO.parent / "suite-bench")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    link_shared(args.workdir)
     ref = subprocess.run(["git", "-C", str(REPO), "rev-parse", args.ref], capture_output=True, text=True,
                          check=True).stdout.strip()
     if args.coverage:
