@@ -13,7 +13,7 @@ directory.
 
 `--coverage` runs the suite once under coverage.py (subprocesses too: `patch = subprocess`, so the
 `plastic run`, local cluster, agent-watch and Toil leader processes the tests start are measured) and
-prints line coverage of plastic/ per package.  The REF's own pytest arguments are used unless
+prints line coverage of plastic/ per package, with make test's pytest-xdist options unless
 `--pytest-args` says otherwise (the baseline of 2026-11-28 was measured with "-n 3 --dist loadfile").
 
 The clones (suite-clone-N, beside this checkout, as CI's clone is: tests read ../shared there and skip
@@ -147,7 +147,7 @@ def coverage_run(ref: str, workdir: Path, pytest_args: str | None) -> dict[str, 
     py = where / ".venv" / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "-q", COVERAGE_PIN, "pytest-xdist>=3.6"], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    args = (pytest_args or "-n 3 --dist loadgroup").split()
+    args = (pytest_args or "-n 3 --dist loadgroup --no-loadscope-reorder").split()
     env = {**os.environ, "COVERAGE_RCFILE": str(rc_file), "PATH": f"{where / '.venv' / 'bin'}{os.pathsep}"
            f"{os.environ.get('PATH', '')}", "PYTHONHASHSEED": "0"}
     with open(data / "pytest.log", "w") as out:
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burner-on", type=int, action="append", default=[], metavar="RUN",
                     help="keep one core busy during this run (1-based; repeatable)")
     ap.add_argument("--coverage", action="store_true", help="one run under coverage.py instead, per package")
-    ap.add_argument("--pytest-args", help="with --coverage: pytest's arguments (default: -n 3 --dist loadgroup)")
+    ap.add_argument("--pytest-args", help="with --coverage: pytest's arguments (default: -n 3 --dist loadgroup --no-loadscope-reorder)")
     ap.add_argument("--workdir", type=Path, default=REPO.parent / "suite-bench")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
