@@ -59,8 +59,9 @@ test-services:
 	fi
 
 # The whole suite, the one gate (CI runs it): TEST_WORKERS pytest-xdist processes share the tests out
-# (most wait on processes they started: more workers than cores is a gain, BENCHMARKS.md "The test
-# suite"); the tests that share a module's fixture stay in one worker (tests/conftest.py).  plastic's
+# (a test waits on the processes it started much of the time: three workers kept two cores 94% busy,
+# BENCHMARKS.md "The test suite"); the tests that share a module's fixture stay in one worker and the
+# heaviest start first (tests/conftest.py).  plastic's
 # bytecode is compiled first: every test starts plastic processes, and with PYTHONDONTWRITEBYTECODE
 # set each of them would compile what it imports again.
 TEST_WORKERS ?= 3
