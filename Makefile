@@ -72,11 +72,11 @@ test: $(STAMP_TEST) test-services
 	$(PYTEST) -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25; \
 	  rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests selected"; exit 0; fi; exit $$rc
 
-# The edit-run loop: everything that needs no Toil run and no cluster process (about 2 minutes);
-# `make test` before a change goes in.
+# The edit-run loop: everything that needs no Toil run and no cluster process and is not marked slow
+# (under 3 minutes); `make test` before a change goes in.
 test-fast: $(STAMP_TEST)
 	$(BIN)/python -m compileall -q plastic toil_batch_system_plastic.py
-	$(PYTEST) -n 2 --dist loadgroup --no-loadscope-reorder -m "not toil_e2e and not conformance and not cluster" --durations=10
+	$(PYTEST) -n 2 --dist loadgroup --no-loadscope-reorder -m "not toil_e2e and not conformance and not cluster and not slow" --durations=10
 
 # The compose cluster on real Apache Mesos 1.11 (needs Docker; not part of `make test`): builds the
 # images (the first Mesos build compiles for 35-60 minutes, the layer cache keeps it), brings the

@@ -31,6 +31,9 @@ def pytest_configure(config):
                                        "(about 20-60 s each; deselect with -m 'not toil_e2e')")
     config.addinivalue_line("markers", "cluster: starts a cluster process (local Mesos cluster, ZooKeeper); "
                                        "`make test-fast` leaves these out with the Toil runs")
+    config.addinivalue_line("markers", "slow: took 5 s or more in a make test on two cores (a hypothesis property "
+                                       "with many examples, several plastic processes, moto); `make test-fast` "
+                                       "leaves these out too")
 
 
 def _shares_fixtures(item: pytest.Item) -> bool:

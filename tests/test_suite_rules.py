@@ -21,6 +21,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 
@@ -181,6 +183,7 @@ def f():
         ("time.sleep(0.1)", True), ("time.sleep(1)", False), ("time.sleep(2)", False)]
 
 
+@pytest.mark.slow
 def test_make_tests_workers_keep_a_modules_shared_fixture_in_one_worker():
     """make test's pytest-xdist options, on a module whose fixture is module-wide (tests/cwl/test_job_flags.py:
     `tool`): the tests that use it carry the module's group and run in one worker, so the fixture is made

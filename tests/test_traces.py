@@ -7,7 +7,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -242,17 +241,14 @@ def test_synthetic_round_trip(tmp_path: Path) -> None:
     assert all(t.preempt == RELIABLE for t in load_trace(str(path), preempt_mode="none").tasks)
 
 
-def test_ten_thousand_task_file_loads_quickly(tmp_path: Path) -> None:
+def test_ten_thousand_task_file_loads(tmp_path: Path) -> None:
+    """A 10,000-task file loads whole; how fast is bench/plan_speed.py's to measure, not a wall-time
+    bound in the suite (such bounds failed under coverage beside three workers)."""
     path = tmp_path / "big.json"
-    synthetic.write_wfcommons(synthetic.mixed_tasks(10_000, seed=1), path)
-    best = math.inf
-    for _ in range(3):
-        start = time.perf_counter()
-        w = load_trace(str(path))
-        best = min(best, time.perf_counter() - start)
-    assert len(w.tasks) == 10_000
-    # JSON parsing included; typically well under 0.1 s, the bound is loose for busy machines.
-    assert best < 1.0, f"loading 10,000 tasks took {best:.3f} s"
+    tasks = synthetic.mixed_tasks(10_000, seed=1)
+    synthetic.write_wfcommons(tasks, path)
+    w = load_trace(str(path))
+    assert len(w.tasks) == 10_000 and [t.id for t in w.tasks] == [t.id for t in tasks]
 
 
 def test_synthetic_script(tmp_path: Path) -> None:

@@ -98,6 +98,7 @@ def no_spot(endpoint, monkeypatch):
     proxy.server_close()
 
 
+@pytest.mark.slow
 def test_cloud_up_reports_refused_spot_clusters_as_data(no_spot, image_id, tmp_path):
     res = plastic("cloud", "up", three_cluster_plan(tmp_path / "plan.json"), "--run-id", "cap1", "--image-id", image_id)
     assert res.returncode == 0, res.stderr
@@ -111,6 +112,7 @@ def test_cloud_up_reports_refused_spot_clusters_as_data(no_spot, image_id, tmp_p
     assert plastic("cloud", "down", "cap1").returncode == 0
 
 
+@pytest.mark.slow
 def test_the_elastic_run_falls_back_to_on_demand_when_ec2_has_no_spot(no_spot, image_id):
     catalog = load_catalog(None)
     shapes = node_shapes(catalog)

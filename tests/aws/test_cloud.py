@@ -25,6 +25,7 @@ from tests.clirun import assert_one_line_error, plastic
 pytest.importorskip("moto.server")
 
 
+@pytest.mark.slow
 def test_up_creates_the_planned_cluster_then_down_leaves_nothing(endpoint, image_id, tmp_path):
     import boto3
 
@@ -86,6 +87,7 @@ def test_up_creates_the_planned_cluster_then_down_leaves_nothing(endpoint, image
     assert again.returncode == 0 and "nothing is tagged plastic:run=r1" in again.stdout
 
 
+@pytest.mark.slow
 def test_a_repeated_up_creates_nothing_twice(endpoint, image_id, tmp_path):
     plan = three_cluster_plan(tmp_path / "plan.json")
     first = plastic("cloud", "up", plan, "--run-id", "r2", "--image-id", image_id)
@@ -116,6 +118,7 @@ def test_dry_run_prints_the_calls_and_makes_none(endpoint, image_id, tmp_path):
     (None, ("--subnet", "subnet-nope"), ("subnet-nope", "--subnet")),
     (None, ("--run-id", "bad/id"), ("bad/id", "--run-id")),
 ])
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_creates_nothing(endpoint, image_id, tmp_path, change, args, words):
     plan = three_cluster_plan(tmp_path / "plan.json", schema="plastic.cluster/v9" if change == "schema" else
                               "plastic.plan/v1", itype="c5.mega" if change == "type" else "c5.large")
@@ -125,6 +128,7 @@ def test_bad_input_is_one_line_and_creates_nothing(endpoint, image_id, tmp_path,
     assert tagged_instances("r4") == [] and cloud.leftovers(Aws.connect(None), "r4")["security_groups"] == 0
 
 
+@pytest.mark.slow
 def test_no_credentials_is_one_line(endpoint, image_id, tmp_path, monkeypatch):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
         monkeypatch.delenv(name, raising=False)
@@ -158,6 +162,7 @@ def test_up_in_process_reports_calls(endpoint, image_id, tmp_path):
     cloud.down(aws, "r6", wait_s=10)
 
 
+@pytest.mark.slow
 def test_without_a_default_vpc_a_subnet_is_required(endpoint, image_id, tmp_path):
     import boto3
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import fnmatch
 import json
 
+import pytest
+
 from plastic.aws import cloud
 from plastic.aws.ec2_cloud import Aws, NodeSettings
 from plastic.catalogs import load_catalog
@@ -34,6 +36,7 @@ def record_calls(client, service: str, calls: list[str]) -> None:
     client.meta.events.register("before-call", lambda model=None, **_: calls.append(f"{service}:{model.name}"))
 
 
+@pytest.mark.slow
 def test_every_call_plastic_makes_is_allowed(endpoint, image_id, tmp_path):
     from plastic.aws.session import clients
     from plastic.aws.sqs_notices import SqsNoticePoller, check_queue

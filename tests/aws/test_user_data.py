@@ -99,6 +99,7 @@ def test_cloud_up_takes_redis_ca_into_the_user_data_and_prints_no_user_data(endp
     (("--redis-ca", "{tmp}/ca.pem"), ("--redis-ca", "rediss://")),  # the default redis:// URL
     (("--redis", "rediss://10.0.0.2:6380/0", "--redis-ca", "{tmp}/missing.pem"), ("--redis-ca", "missing.pem")),
 ])
+@pytest.mark.slow
 def test_cloud_up_with_a_bad_redis_ca_is_one_line(endpoint, image_id, tmp_path, plan, args, words):
     (tmp_path / "ca.pem").write_bytes(PEM)
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]

@@ -136,6 +136,7 @@ def test_cwl_example_plans_a_hybrid_cloud():
     assert node_of[merge[0]["id"]]["market"] == "on-demand"
 
 
+@pytest.mark.slow
 def test_a_process_of_a_graph_document_is_planned_by_its_fragment():
     # cwltool's `FILE#ID`: the CWL conformance suite names half its workflows so (`scatter-wf4.cwl#main`)
     packed = str(REPO / "tests" / "cwl" / "data" / "packed.cwl")
@@ -149,6 +150,7 @@ def test_a_process_of_a_graph_document_is_planned_by_its_fragment():
     assert_one_line_error(plastic("plan", str(REPO / "nope.cwl") + "#main"), "nope.cwl#main", "no such file")
 
 
+@pytest.mark.slow
 def test_inputs_as_flags_plan_as_the_job_file_does(tmp_path):
     """`plastic plan WF --INPUT VALUE ...` (and `inspect`) as `plastic run` takes them: the same plan as
     the job file's; a flag that is no input, and flags for a trace, are one line."""
@@ -182,6 +184,7 @@ def test_a_plan_at_its_lower_bound_is_never_printed_below_it():
     assert "an elastic `plastic run` grows the cluster for the width it finds" in text
 
 
+@pytest.mark.slow
 def test_preemptible_tasks_bigger_than_the_on_demand_nodes_are_warned_of():
     """A table gets a `warning:` line, the other formats one line on stderr (their output stays pure);
     the example workflow, whose core node holds every task, gets none."""

@@ -52,6 +52,7 @@ def _check_valid(hint: PlasticityHint) -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(KEYS, VALUES, max_size=6))
+@pytest.mark.slow
 def test_random_mappings_give_a_valid_hint_or_an_annotation_error(mapping):
     try:
         hint = parse_plasticity(mapping, source="fuzz.cwl")
@@ -64,6 +65,7 @@ def test_random_mappings_give_a_valid_hint_or_an_annotation_error(mapping):
 
 @settings(max_examples=100, deadline=None)
 @given(st.one_of(VALUES, st.lists(st.tuples(KEYS, VALUES))))
+@pytest.mark.slow
 def test_non_mappings_are_refused(value):
     if isinstance(value, dict):
         return

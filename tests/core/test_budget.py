@@ -143,6 +143,7 @@ def workloads(draw) -> list[TaskSpec]:
 
 @settings(max_examples=60, deadline=None)
 @given(workloads(), st.floats(0.0, 1.1), st.booleans())
+@pytest.mark.slow
 def test_budget_plans_are_sound_for_any_budget(tasks, fraction, concurrent):
     full = plan_workload(Workload(tuple(tasks)), CATALOG, options=PlanOptions(concurrent=concurrent))
     floor = floor_of(tasks, concurrent=concurrent)

@@ -19,6 +19,7 @@ import itertools
 import random
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
@@ -258,3 +259,4 @@ def test_a_reliable_node_uncordoned_in_the_same_look_counts_as_reliable():
 World.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None,
                                    suppress_health_check=[HealthCheck.too_slow])
 TestElasticWorld = World.TestCase
+TestElasticWorld.pytestmark = [pytest.mark.slow]  # make test-fast leaves it out

@@ -8,6 +8,7 @@ tests/core/jobbook_machine.py (tests/framework/test_book_redis_properties.py run
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.core.jobbook_machine import JobBookMachine
@@ -15,3 +16,4 @@ from tests.core.jobbook_machine import JobBookMachine
 JobBookMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=40, deadline=None,
                                             suppress_health_check=[HealthCheck.too_slow])
 TestJobBook = JobBookMachine.TestCase
+TestJobBook.pytestmark = [pytest.mark.slow]  # make test-fast leaves it out

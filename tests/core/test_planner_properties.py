@@ -123,6 +123,7 @@ def check_plan(sol, tasks, shapes):
 
 @SETTINGS
 @given(placeable_workloads())
+@pytest.mark.slow
 def test_plans_are_valid(workload):
     tasks, reserve = workload
     shapes = node_shapes(CATALOG, reserve)
@@ -132,6 +133,7 @@ def test_plans_are_valid(workload):
 
 @SETTINGS
 @given(placeable_workloads(max_tasks=40))
+@pytest.mark.slow
 def test_seeds_plans_are_valid_and_never_cheaper_than_the_planner(workload):
     tasks, reserve = workload
     shapes = node_shapes(CATALOG, reserve)
@@ -166,6 +168,7 @@ def test_unplaceable_exactly_when_some_task_fits_no_shape(workload):
 
 @examples(50)
 @given(placeable_workloads(max_tasks=50), st.data())
+@pytest.mark.slow
 def test_cost_does_not_depend_on_task_order(workload, data):
     # (4) the same tasks in any order: a plan of the same cost
     tasks, reserve = workload
@@ -182,6 +185,7 @@ def test_cost_does_not_depend_on_task_order(workload, data):
 
 @SETTINGS
 @given(placeable_workloads(max_tasks=30))
+@pytest.mark.slow
 def test_escalating_tasks_have_on_demand_room(workload):
     # the paper's guarantee for preempt=N: an on-demand node whose usable capacity holds the task
     tasks, reserve = workload

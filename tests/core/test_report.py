@@ -177,6 +177,7 @@ def streams(draw) -> list[RunEvent]:
 
 @settings(max_examples=200, deadline=None)
 @given(streams())
+@pytest.mark.slow
 def test_the_tally_folded_live_gives_build_reports_figures_and_keeps_no_task_records(events):
     tally = RunTally()  # no mapping given: it learns jobStoreIDs from the issued records as they come
     for e in events:

@@ -179,6 +179,7 @@ def test_bad_input_raises_one_typed_error(case, case_dirs, monkeypatch):
 
 
 @pytest.mark.parametrize("case", CLI_CASES, ids=lambda c: c.name)
+@pytest.mark.slow
 def test_cli_prints_one_line_and_exits_2(case, cli_results):
     result = cli_results[case.name]
     assert result.returncode == 2, result.stderr

@@ -39,6 +39,7 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess[str]]:
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_example_runs_and_matches_expected_output(name, runs):
     result = runs[name]
     assert result.returncode == 0, result.stderr[-2000:]

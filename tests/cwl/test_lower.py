@@ -70,6 +70,7 @@ def cwltool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 # --- the policy and the lowered document --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_layout_and_api(lowered):
     r = lowered["nested-scatter"]
     out = Path(r.workflow_path).parent
@@ -172,6 +173,7 @@ def test_dynamic_resources_keep_their_expressions(lowered):
         {"plastic_sort": (1, None), "plastic_merge": (2, None)}
 
 
+@pytest.mark.slow
 def test_inline_tools_and_subworkflows(tmp_path):
     r = lower_workflow(str(LOWER / "shapes.cwl"), str(tmp_path / "out"), job_path=str(LOWER / "shapes-job.yml"))
     procs = graph(r)
@@ -250,6 +252,7 @@ def test_infer_preempt_off(tmp_path):
 # --- cwltool accepts and runs the lowered documents ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_lowered_documents_validate_with_plain_cwltool(tmp_path):
     # (the examples are validated by running them, below; that this needs no network is in
     # test_lower_offline.py)
@@ -265,6 +268,7 @@ def test_lowered_documents_validate_with_plain_cwltool(tmp_path):
         assert "Plasticity" not in res.stderr
 
 
+@pytest.mark.slow
 def test_a_step_named_like_an_output_survives_packing_and_runs(tmp_path):
     # cwltool's packing turned the second object of a shared id into an `$import` of the first:
     # the step `tally` became the output `tally`, and lowering failed with KeyError: 'id'
@@ -288,6 +292,7 @@ def test_a_step_named_like_an_output_survives_packing_and_runs(tmp_path):
     assert (tmp_path / "run" / "tally.txt").read_text() == "2\n3\n"
 
 
+@pytest.mark.slow
 def test_a_record_type_of_the_workflow_and_its_tool_lowers_and_runs(tmp_path):
     # packing made the workflow's copy of the type an `$import` of the tool's, whose id lowering drops
     # (each step has its own tool copy): "Reference '#pair-type.yml/pair' not found"
@@ -300,6 +305,7 @@ def test_a_record_type_of_the_workflow_and_its_tool_lowers_and_runs(tmp_path):
     assert (tmp_path / "run" / "pair.txt").read_text() == "hello world\n"
 
 
+@pytest.mark.slow
 def test_floats_reach_the_command_line_as_the_source_wrote_them(tmp_path):
     # cwltool formats a float as ruamel writes it back: the lowered JSON used to say 25000.0 for 2.5e4
     source = LOWER / "written-floats.cwl"
@@ -325,6 +331,7 @@ def _check_outputs(name: str, res: subprocess.CompletedProcess[str]) -> None:
         assert {k: got[key][k] for k in ("basename", "checksum", "class", "size")} == want
 
 
+@pytest.mark.slow
 def test_lowered_examples_run_with_cwltool(lowered, tmp_path):
     def run(name: str) -> subprocess.CompletedProcess[str]:
         work = tmp_path / name
@@ -431,6 +438,7 @@ def test_cli_lower(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "out" / POLICY_NAME).read_text())["tools"]["plastic_gather"]["preempt"] is False
 
 
+@pytest.mark.slow
 def test_cli_lower_bad_input_is_one_line(tmp_path):
     (tmp_path / "bad.cwl").write_text(BAD_TOOL.format(hint="vcpus: 0"))
     res = subprocess.run([sys.executable, "-m", "plastic.cli.lower", "bad.cwl", "--outdir", "out"], cwd=tmp_path,

@@ -80,6 +80,7 @@ def test_the_recorder_sees_schema_salads_link_checks(tmp_path, recorder):
 @pytest.mark.parametrize("source", [str(LOWER / "twice.cwl"), data("resolution.cwl"), data("v10-workflow.cwl"),
                                     data("v11-workflow.cwl")],
                          ids=["twice", "resolution", "v10", "v11"])
+@pytest.mark.slow
 def test_cwltool_loads_a_lowered_workflow_without_a_request(tmp_path, recorder, source):
     r = lower_workflow(source, str(tmp_path / "out"))
     recorder.clear()  # only what cwltool does with the lowered document counts

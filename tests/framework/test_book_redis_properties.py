@@ -14,6 +14,7 @@ import itertools
 import json
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant
@@ -95,3 +96,4 @@ class BookAndRedisMachine(JobBookMachine):
 BookAndRedisMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
                                                  suppress_health_check=[HealthCheck.too_slow])
 TestBookAndRedis = BookAndRedisMachine.TestCase
+TestBookAndRedis.pytestmark = [pytest.mark.slow]  # make test-fast leaves it out

@@ -42,6 +42,7 @@ def test_attach_and_stop(tmp_path):
             sup.terminate(owner.pid, owner.cluster_id, timeout=5.0)
 
 
+@pytest.mark.slow
 def test_lapsed_lease_stops_the_cluster(tmp_path):
     lease = tmp_path / "lease"
     cluster = LocalCluster(SPEC, workdir=tmp_path / "wd", lease_file=lease, lease_s=3.0).start()

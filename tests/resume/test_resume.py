@@ -31,6 +31,7 @@ pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
 
 DATA = REPO / "tests" / "watch" / "data" / "slow-scatter"
+GATED = Path(__file__).resolve().parent / "data" / "gated-scatter"
 WAIT_S = 180  # a bound on a hung run: beside three busy test workers (under coverage) a run took over 60 s to
 # bring its cluster up; a run that works gets there in 3-20 s
 
@@ -73,16 +74,29 @@ def _point(name: str, run_dir: Path):
     return lambda: any(d["kind"] == "ended" and d.get("outcome") == "finished" for d in read_decisions(run_dir))
 
 
-def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tuple[str, ...] = (),
+def _orphans_decided(run_dir: Path) -> bool:
+    """The resumed leader has decided about the killed one's tasks (only a resumed leader writes these):
+    adopted, killed or found ended."""
+    return any(d["kind"] in ("orphan_adopted", "orphan_kill", "orphan_ended") for d in read_decisions(run_dir))
+
+
+def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int | None, toil_args: tuple[str, ...] = (),
                       resume_args: tuple[str, ...] = (), before_resume: Callable[[Path], None] | None = None):
     """`plastic run` the slow scatter, SIGKILL it at ``point``, then at once (as `plastic serve` does when
     its run dies; the killed run's Redis and leader may still be going down) or once ``before_resume(run_dir)``
     returns, `plastic run --resume`; checks the output, the cluster's end and the one FINISHED per Toil job;
-    returns (decisions, tasks)."""
+    returns (decisions, tasks).  ``seconds=None``: the gated scatter instead, whose steps end only once the
+    resumed run has decided about the killed leader's tasks (adopted, killed or ended)."""
     job = tmp_path / "job.yml"
-    job.write_text(f"items: [1, 2, 3]\nseconds: {seconds}\n")
+    gate = tmp_path / "gate"
     run_dir, out = tmp_path / "run", tmp_path / "out"
-    cmd = [sys.executable, "-m", "plastic", "run", str(DATA / "slow-scatter.cwl"), str(job), "--outdir", str(out),
+    if seconds is None:
+        job.write_text(f"items: [1, 2, 3]\ngate: {gate}\n")
+        workflow = GATED / "gated-scatter.cwl"
+    else:
+        job.write_text(f"items: [1, 2, 3]\nseconds: {seconds}\n")
+        workflow = DATA / "slow-scatter.cwl"
+    cmd = [sys.executable, "-m", "plastic", "run", str(workflow), str(job), "--outdir", str(out),
            "--run-dir", str(run_dir), "--quiet"]
     if toil_args:
         cmd += ["--", *toil_args]
@@ -98,8 +112,20 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
         assert (run_dir / "plan.json").is_file() and (run_dir / "run.json").is_file()
     if before_resume is not None:
         before_resume(run_dir)
-    res = subprocess.run([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet", *resume_args],
-                         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=150, check=False)
+    resume = subprocess.Popen([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet",
+                               *resume_args], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        if seconds is None:
+            eventually(lambda: _orphans_decided(run_dir), WAIT_S, "the resumed run's decision on the killed "
+                       "leader's tasks", alive=resume)
+            gate.touch()
+        _, stderr = resume.communicate(timeout=WAIT_S)
+    finally:
+        if resume.poll() is None:
+            resume.kill()
+            resume.wait(10)
+    res = subprocess.CompletedProcess(resume.args, resume.returncode, "", stderr)
     toil_log = run_dir / "toil.log"  # none when the resume failed before Toil started
     assert res.returncode == 0, res.stderr[-4000:] + (toil_log.read_text()[-4000:] if toil_log.exists() else "")
     assert (out / "joined.txt").read_text() == "item 1\nitem 2\nitem 3\n"
@@ -131,8 +157,9 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int, toil_args: tu
 @pytest.mark.parametrize(("point", "adopt_s"), [("planning", None), ("cluster_up", None), ("tasks_running", None),
                                                ("tasks_running", 0), ("steps_finished", None)])
 def test_sigkill_then_resume(tmp_path, point, adopt_s):
-    # killed while tasks run: long enough that they still run when the resume's leader starts
-    decisions, tasks = _kill_then_resume(tmp_path, point, seconds=15 if point == "tasks_running" else 5,
+    # killed while tasks run: they run until the resume has decided about them (the gated scatter; 15 s of
+    # sleep had ended before a resume under coverage beside three workers got there: nothing to adopt or kill)
+    decisions, tasks = _kill_then_resume(tmp_path, point, seconds=None if point == "tasks_running" else 5,
                                          resume_args=() if adopt_s is None else ("--adopt-seconds", str(adopt_s)))
     if point == "tasks_running":
         _check_orphans(decisions, tasks, adopt=adopt_s is None)

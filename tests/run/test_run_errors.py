@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from plastic.store.urls import redact
 from tests.clirun import REPO, assert_one_line_error, plastic
 
@@ -55,6 +57,7 @@ def test_bad_run_id(tmp_path):
     assert_one_line_error(res, "--run-id")
 
 
+@pytest.mark.slow
 def test_a_run_directory_toil_cannot_run_from_is_refused(tmp_path):
     """Toil puts the job store's path unquoted in its jobs' shell commands: a space or a parenthesis
     there fails every job (toil-cwl-runner alone too), so plastic says so before writing anything."""
@@ -74,6 +77,7 @@ def test_a_run_directory_toil_cannot_run_from_is_refused(tmp_path):
     assert not (tmp_path / "all (runs)").exists()
 
 
+@pytest.mark.slow
 def test_unreachable_redis(tmp_path):
     """Nothing listening, or no such host: one line naming the URL (without its password), exit 2, within
     seconds, and no run directory (Redis is reached before anything of the run is written)."""
@@ -89,6 +93,7 @@ def test_unreachable_redis(tmp_path):
         assert_one_line_error(res, "--redis", f"cannot reach Redis at {redact(url)}")
 
 
+@pytest.mark.slow
 def test_an_option_of_nobody_is_one_line_before_anything_starts(tmp_path: Path):
     """After WORKFLOW, a flag is an input of the workflow or an option of toil-cwl-runner; one that is
     neither (a typo) is refused at once, not when Toil starts after the cluster is up."""
@@ -104,6 +109,7 @@ def test_an_option_of_nobody_is_one_line_before_anything_starts(tmp_path: Path):
     assert not (tmp_path / "r").exists() and not (tmp_path / ".plastic").exists() and not home.exists()
 
 
+@pytest.mark.slow
 def test_bad_inputs_given_as_flags_are_one_line_and_leave_nothing(tmp_path: Path):
     home = tmp_path / "home"
     env = {"PLASTIC_HOME": str(home)}

@@ -65,6 +65,7 @@ def test_a_run_over_tls(tls_redis, tmp_path):
     assert {"registered", "issued"} <= types, types  # written by the batch system in the Toil leader
 
 
+@pytest.mark.slow
 def test_tls_errors_are_one_line(tls_redis, tmp_path):
     url, certs = tls_redis
     run = ("run", SG / "scatter-gather.cwl", SG_TWO_PARTS, "--run-dir", tmp_path / "r", "--quiet")

@@ -22,6 +22,7 @@ def python_tag(marker: Path) -> str:
     return f"!!python/object/apply:os.system [\"touch {marker}\"]"
 
 
+@pytest.mark.slow
 def test_a_job_order_with_a_python_tag_runs_nothing(tmp_path):
     marker = tmp_path / "ran"
     job = tmp_path / "job.yml"

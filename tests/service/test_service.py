@@ -68,6 +68,7 @@ def test_submit_queues_a_run(home):
     assert run_id in table.stdout and "SUBMITTED" in table.stdout
 
 
+@pytest.mark.slow
 def test_submit_takes_inputs_as_flags_and_toil_options(home):
     res = cli(home, "submit", SG / "scatter-gather.cwl", "--text", SG / "input.txt", "--parts", "1", "--parts", "2",
               "--logLevel", "INFO")

@@ -21,7 +21,12 @@ import pytest
 from plastic.core.errors import InputError
 from plastic.core.lifecycle import TaskState
 from plastic.store import Store, StoreError, connect, start_embedded
-from plastic.store.embedded import CONNECT_TIMEOUT_S, LOCK_FILE, redis_server_binary, server_config
+from plastic.store.embedded import (
+    CONNECT_TIMEOUT_S,
+    LOCK_FILE,
+    redis_server_binary,
+    server_config,
+)
 from plastic.store.errors import UnreachableError
 from tests.waiting import eventually
 
@@ -264,6 +269,7 @@ def test_connect_errors(tmp_path):
         connect("http://127.0.0.1/0", None, environ={})
 
 
+@pytest.mark.slow
 def test_a_server_that_never_replies_is_unreachable_within_seconds():
     """Something accepts the connection but never answers (not Redis, or a stuck one): one line, not a hang."""
     with socket.socket() as silent:

@@ -63,6 +63,7 @@ def test_the_emulator_speaks_imdsv2_and_schedules_an_interruption(imds):
         assert interrupt(imds, "--notice-seconds", "5")["action_time"] == state["action_time"]  # the first stands
 
 
+@pytest.mark.slow
 def test_spot_run_kills_its_command_at_the_notice_time_and_agent_watch_publishes_it(imds, client, redis_server):
     pidfile = f"/tmp/plastic-spot-run-{os.getpid()}.pid"
     run = subprocess.Popen([*PLASTIC, "spot-run", "--imds", imds, "--interval", "0.2", "--", "sh", "-c",
