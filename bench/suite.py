@@ -145,7 +145,7 @@ def coverage_run(ref: str, workdir: Path, pytest_args: str | None) -> dict[str, 
     subprocess.run(["make", ".venv/.installed-test", "test-services"], cwd=where, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     py = where / ".venv" / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", COVERAGE_PIN, "pytest-xdist>=3.6"], check=True,
+    subprocess.run([str(py), "-m", "pip", "install", "-q", COVERAGE_PIN], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     args = (pytest_args or "-n 3 --dist loadgroup --no-loadscope-reorder").split()
     env = {**os.environ, "COVERAGE_RCFILE": str(rc_file), "PATH": f"{where / '.venv' / 'bin'}{os.pathsep}"

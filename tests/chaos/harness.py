@@ -181,6 +181,12 @@ class Result:
     def of(self, kind: str, **match: Any) -> list[dict[str, Any]]:
         return [d for d in self.decisions if d["kind"] == kind and all(d.get(k) == v for k, v in match.items())]
 
+    def task_requeues(self, **match: Any) -> list[dict[str, Any]]:
+        """The requeue records of tasks that ran or were placed: a launch the master refused as its agent
+        went (TASK_DROPPED, REASON_INVALID_OFFERS: its offer rescinded), counted as "dropped", counts
+        nothing and is left out."""
+        return [q for q in self.of("requeue", **match) if q["counted_as"] != "dropped"]
+
     def cluster_of(self, agent_id: str) -> str:
         return self.agents[agent_id]["cluster"]
 

@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("toil")
 
 from plastic.local.testing import LocalCluster  # noqa: E402
+from tests.run.helpers import SG_TWO_PARTS  # noqa: E402
 
 pytestmark = pytest.mark.toil_e2e
 
@@ -25,7 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "cwl-examples" / "scatter-gather"
 VENV_BIN = Path(sys.executable).parent
 TIMEOUT_S = 240  # a bound on a hung run, not a duration: 25 jobs take 15-40 s, more beside the other workers
-TWO_PARTS = REPO / "tests" / "run" / "data" / "scatter-gather-two-parts.yml"  # 5 jobs, the same output
 
 SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False},
@@ -76,7 +76,7 @@ def _records(tmp_path: Path) -> list[dict]:
 
 def test_scatter_gather_runs_on_plastic(cluster, tmp_path):
     t0 = time.monotonic()
-    _finish(_runner(cluster, tmp_path, job=TWO_PARTS), tmp_path)
+    _finish(_runner(cluster, tmp_path, job=SG_TWO_PARTS), tmp_path)
     elapsed = time.monotonic() - t0
     records = _records(tmp_path)
     ended = [r for r in records if r["kind"] == "ended"]

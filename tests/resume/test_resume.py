@@ -113,8 +113,8 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int | None, toil_a
     if before_resume is not None:
         before_resume(run_dir)
     resume = subprocess.Popen([sys.executable, "-m", "plastic", "run", "--resume", str(run_dir), "--quiet",
-                               *resume_args], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+                               *resume_args], cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
     try:
         if seconds is None:
             eventually(lambda: _orphans_decided(run_dir), WAIT_S, "the resumed run's decision on the killed "
@@ -125,9 +125,8 @@ def _kill_then_resume(tmp_path: Path, point: str, *, seconds: int | None, toil_a
         if resume.poll() is None:
             resume.kill()
             resume.wait(10)
-    res = subprocess.CompletedProcess(resume.args, resume.returncode, "", stderr)
     toil_log = run_dir / "toil.log"  # none when the resume failed before Toil started
-    assert res.returncode == 0, res.stderr[-4000:] + (toil_log.read_text()[-4000:] if toil_log.exists() else "")
+    assert resume.returncode == 0, stderr[-4000:] + (toil_log.read_text()[-4000:] if toil_log.exists() else "")
     assert (out / "joined.txt").read_text() == "item 1\nitem 2\nitem 3\n"
     cluster = json.loads((run_dir / "cluster.json").read_text())  # the one the resume re-attached to or started
     assert not pid_alive(int(cluster["pid"])), "the local cluster outlived the resumed run"

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.clirun import REPO, assert_replays
-from tests.run.helpers import EXAMPLES, SG_TWO_PARTS, TIMEOUT_S, check_outputs, plastic_run
+from tests.run.helpers import EXAMPLES, SG, SG_TWO_PARTS, TIMEOUT_S, check_outputs, plastic_run
 
 pytest.importorskip("toil")
 
 pytestmark = pytest.mark.toil_e2e
-
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +67,7 @@ def test_a_run_started_in_a_directory_with_a_space_keeps_its_files_in_plastic_ho
     run goes under $PLASTIC_HOME/runs instead, says so, and succeeds; the outputs go where asked."""
     here = tmp_path / "my project"
     here.mkdir()
-    wf = EXAMPLES / "scatter-gather"
-    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(wf / "scatter-gather.cwl"), str(SG_TWO_PARTS),
+    res = subprocess.run([sys.executable, "-m", "plastic", "run", str(SG / "scatter-gather.cwl"), str(SG_TWO_PARTS),
                           "--outdir", "results"], capture_output=True, text=True, cwd=here, timeout=TIMEOUT_S,
                          env={**{k: v for k, v in os.environ.items() if k != "PLASTIC_REDIS_URL"},
                               "PLASTIC_HOME": str(tmp_path / "home")}, check=False)
@@ -78,7 +76,7 @@ def test_a_run_started_in_a_directory_with_a_space_keeps_its_files_in_plastic_ho
     (run_dir,) = (tmp_path / "home" / "runs").iterdir()
     assert f"the run's files are in {run_dir}" in res.stderr
     assert not (here / ".plastic").exists() and (run_dir / "outputs.json").is_file()
-    expected = json.loads((wf / "expected-output.json").read_text())
+    expected = json.loads((SG / "expected-output.json").read_text())
     for name, want in expected.items():
         assert outputs[name]["checksum"] == want["checksum"]
         assert (here / "results" / want["basename"]).stat().st_size == want["size"]

@@ -20,7 +20,6 @@ pytest.importorskip("toil")
 pytestmark = pytest.mark.toil_e2e
 
 
-
 def modes(root: Path) -> dict[str, int]:
     """Mode of everything under ``root`` by relative path (symbolic links, always 0777, left out)."""
     found = {".": stat.S_IMODE(root.lstat().st_mode)}
