@@ -6,6 +6,7 @@ import json
 import math
 import os
 import platform
+import sys
 from pathlib import Path
 
 
@@ -23,6 +24,16 @@ def machine() -> str:
     """Cores this process may use, CPU model, Python and OS: the line recorded next to the figures."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"{cores} cores ({cpu_model()}), Python {platform.python_version()}, {platform.system()} {platform.release()}"
+
+
+def plastic_env() -> dict[str, str]:
+    """The environment of a `plastic` or Toil process a bench starts: this one's, without a Redis URL (so a
+    run starts its own embedded Redis) and with this interpreter's tools first on PATH."""
+    from plastic.store.urls import URL_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != URL_ENV}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.util
-import os
 import resource
 import statistics
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.common import machine  # noqa: E402
+from bench.common import machine, plastic_env  # noqa: E402
 
 WORKFLOW = REPO / "cwl-examples" / "scatter-gather" / "scatter-gather.cwl"
 JOB = REPO / "tests" / "run" / "data" / "scatter-gather-two-parts.yml"
@@ -46,8 +45,8 @@ def children_cpu_s() -> float:
 
 def one_run(tmp: Path, name: str, extra_path: Path | None) -> tuple[float, float]:
     """Wall and CPU seconds of one `plastic run`; exits with its log's end when it fails."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PLASTIC_REDIS_URL", "PYTHONPATH")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env = plastic_env()
+    env.pop("PYTHONPATH", None)
     if extra_path is not None:
         env["PYTHONPATH"] = str(extra_path)
     run = tmp / name
@@ -76,7 +75,7 @@ def main() -> None:
         figures: dict[str, list[tuple[float, float]]] = {"with setuptools (baseline)": [], "without (make's venv)": []}
         for r in range(args.rounds):
             for (label, runs), path in zip(figures.items(), (extra, None), strict=True):
-                runs.append(one_run(tmp, f"r{r}-{len(runs)}-{'with' if path else 'without'}", path))
+                runs.append(one_run(tmp, f"r{r}-{'with' if path else 'without'}", path))
                 print(f"round {r + 1}: {label}: wall {runs[-1][0]:.1f} s, CPU {runs[-1][1]:.1f} s", flush=True)
     print(f"\n{dt.date.today()}, {machine()}; scatter-gather on two parts, {args.rounds} round(s), medians")
     print("| venv | wall s | CPU s (all processes) |")

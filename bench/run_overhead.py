@@ -41,19 +41,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.common import plastic_env  # noqa: E402
 from plastic.local.testing import LocalCluster  # noqa: E402
 from plastic.store import start_embedded  # noqa: E402
 
 WORKFLOW = REPO / "bench" / "workflows" / "scatter-echo.cwl"
 BIN = Path(sys.executable).parent
 TARGET_RATIO = 1.1
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("PLASTIC_REDIS_URL", None)
-    return env
 
 
 def _job_file(tmp: Path, tasks: int) -> Path:
@@ -86,7 +80,7 @@ def run_single_machine(tmp: Path, job: Path, i: int, workflow: Path) -> float:
     cmd = [str(BIN / "toil-cwl-runner"), "--batchSystem", "single_machine", "--no-container",
            "--jobStore", f"file:{work / 'js'}", "--outdir", str(work / "out"), "--clean", "always",
            str(workflow), str(job)]
-    return _timed(cmd, work, _env(), work / "toil.log")
+    return _timed(cmd, work, plastic_env(), work / "toil.log")
 
 
 def run_plastic(tmp: Path, job: Path, i: int, workflow: Path, policy: Path, master: str, redis_url: str) -> float:
@@ -96,7 +90,7 @@ def run_plastic(tmp: Path, job: Path, i: int, workflow: Path, policy: Path, mast
            "--plasticRedis", redis_url, "--plasticPolicy", str(policy), "--no-container",
            "--jobStore", f"file:{work / 'js'}", "--outdir", str(work / "out"), "--clean", "always",
            str(workflow), str(job)]
-    return _timed(cmd, work, _env(), work / "toil.log")
+    return _timed(cmd, work, plastic_env(), work / "toil.log")
 
 
 def run_plastic_run(tmp: Path, job: Path, i: int, master: str) -> float:
@@ -104,7 +98,7 @@ def run_plastic_run(tmp: Path, job: Path, i: int, master: str) -> float:
     work.mkdir()
     cmd = [sys.executable, "-m", "plastic", "run", str(WORKFLOW), str(job), "--outdir", str(work / "out"),
            "--run-dir", str(work / "run"), "--master", master, "--quiet"]
-    return _timed(cmd, work, _env(), work / "plastic.log")
+    return _timed(cmd, work, plastic_env(), work / "plastic.log")
 
 
 def main() -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.common import machine  # noqa: E402
+from bench.common import machine, plastic_env  # noqa: E402
 
 DEFAULT_TRACE = REPO.parent / "shared" / "data" / "wfinstances" / "montage-chameleon-2mass-01d-001.json"
 WORKFLOWS = REPO / "bench" / "workflows"
@@ -76,9 +75,7 @@ OFFLINE = False
 
 
 def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e.pop("PLASTIC_REDIS_URL", None)
-    e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e.get("PATH", "")
+    e = plastic_env()
     if OFFLINE:
         # A closed local proxy: any request of the CWL loader fails at once instead of waiting for DNS
         # (lowered workflows make none since plastic lower declares its hint class; a guard only).
