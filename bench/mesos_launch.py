@@ -43,6 +43,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import cpu_model, percentile
+from plastic.core.executor_share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB
+from plastic.executor.protocol import executor_ids_of, executor_info, task_data
 from plastic.local.testing import LocalCluster
 from plastic.mesos import MesosSchedulerDriver, Scheduler
 
@@ -68,7 +70,10 @@ def _machine() -> str:
 
 
 class BenchScheduler(Scheduler):
-    def __init__(self, n_tasks: int, task_cpus: float, task_mem: float):
+    def __init__(self, n_tasks: int, task_cpus: float, task_mem: float, executor: str = "plastic",
+                 executor_command: str = ""):
+        self.executor = executor
+        self.executor_info = executor_info("plastic-bench", executor_command) if executor == "plastic" else None
         self.n = n_tasks
         self.cpus = task_cpus
         self.mem = task_mem
@@ -90,7 +95,10 @@ class BenchScheduler(Scheduler):
         if self.first_offer_at is None:
             self.first_offer_at = received
         for offer in offers:
-            fit = int(min(_scalar(offer, "cpus") / self.cpus + 1e-9, _scalar(offer, "mem") / self.mem))
+            cpus, mem = _scalar(offer, "cpus"), _scalar(offer, "mem")
+            if self.executor_info is not None and "plastic-bench" not in executor_ids_of(offer):
+                cpus, mem = cpus - EXECUTOR_CPUS, mem - EXECUTOR_RAM_MIB  # the launch starts the executor
+            fit = int(min(cpus / self.cpus + 1e-9, mem / self.mem + 1e-9))
             count = min(fit, self.n - self.next_task)
             if count <= 0:
                 driver.declineOffer(offer["id"], filters=60.0)
@@ -105,7 +113,8 @@ class BenchScheduler(Scheduler):
                         {"name": "cpus", "type": "SCALAR", "scalar": {"value": self.cpus}},
                         {"name": "mem", "type": "SCALAR", "scalar": {"value": self.mem}},
                     ],
-                    "command": {"value": "true", "shell": True},
+                    **({"command": {"value": "true", "shell": True}} if self.executor_info is None else
+                       {"executor": self.executor_info, "data": task_data({"value": "true", "shell": True})}),
                 })
             self.next_task += count
             future = driver.launchTasks(offer["id"], tasks)
@@ -156,7 +165,7 @@ def run(args: argparse.Namespace, master: str | None = None) -> dict[str, Any]:
                           "ram_mib": args.agent_mem, "preemptible": False}]}
     with (contextlib.nullcontext(None) if master else LocalCluster(spec)) as cluster:
         url = master or cluster.master_url
-        sched = BenchScheduler(args.tasks, args.task_cpus, args.task_mem)
+        sched = BenchScheduler(args.tasks, args.task_cpus, args.task_mem, args.executor, args.executor_command)
         driver = MesosSchedulerDriver(sched, {"user": os.environ.get("USER", "root") or "root", "name": "bench-mesos-launch"},
                                       url, sender_threads=args.sender_threads)
         cpu_self0 = time.process_time()
@@ -182,6 +191,7 @@ def run(args: argparse.Namespace, master: str | None = None) -> dict[str, Any]:
         "cluster": (f"the master's agents as they are; tasks {args.task_cpus} cpu / {args.task_mem} MiB" if master else
                     f"{args.agents} agents x {args.agent_cpus} cpus / {args.agent_mem} MiB; tasks {args.task_cpus} cpu / {args.task_mem} MiB"),
         "sender_threads": args.sender_threads,
+        "executor": args.executor if args.executor == "command" else f"plastic ({args.executor_command})",
         "wall_s": round(wall, 3),
         "tasks_per_s_end_to_end": round(sched.finished / wall, 1) if wall > 0 else None,
         "launches_per_s": round(launched / launch_window, 1) if launch_window and launch_window > 0 else None,
@@ -198,7 +208,7 @@ def run(args: argparse.Namespace, master: str | None = None) -> dict[str, Any]:
 def print_result(result: dict[str, Any]) -> None:
     print(f"mesos_launch  {result['date']}  {result['machine']}")
     print(f"  master: {result['master']}")
-    print(f"  {result['cluster']}; driver sender threads {result['sender_threads']}")
+    print(f"  {result['cluster']}; driver sender threads {result['sender_threads']}; executor {result['executor']}")
     print(f"  {result['finished']}/{result['tasks']} tasks finished in {result['wall_s']} s"
           + (f"; failed: {result['failed']}" if result["failed"] else "")
           + ("" if result["completed"] else "  (TIMED OUT)"))
@@ -224,6 +234,10 @@ def main() -> int:
     parser.add_argument("--master", help="a running Mesos master (http://host:port) instead of a fresh local cluster")
     parser.add_argument("--beside-local", action="store_true",
                         help="with --master: also run the same tasks through plastic's local cluster and print both")
+    parser.add_argument("--executor", choices=("plastic", "command"), default="plastic",
+                        help="plastic's executor, one per agent (default), or Mesos' command executor, one per task")
+    parser.add_argument("--executor-command", default=f"{sys.executable} -m plastic.executor --idle-seconds 10",
+                        help="how agents start plastic's executor (default: this interpreter's)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     results = [run(args, args.master)]

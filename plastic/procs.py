@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 
 def pid_alive(pid: int) -> bool:
@@ -69,3 +70,41 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
             os.kill(os.getpid(), sig)
 
     return preexec
+
+
+def killpg_quietly(pgid: int, sig: int) -> None:
+    """Signal a process group that may be gone already."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def spawn_in_session(directory: Path, argv: list[str], executable: str, env: dict[str, str], devnull: int, *,
+                     make_directory: bool = True) -> subprocess.Popen:
+    """Start a task as Mesos runs one: in ``directory`` (made here unless told otherwise) with its
+    ``stdout`` and ``stderr`` files there, standard input from ``devnull``, in a session (and process
+    group) of its own so a signal reaches the whole tree."""
+    if make_directory:
+        os.mkdir(directory)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    out = os.open(directory / "stdout", flags, 0o644)
+    try:
+        err = os.open(directory / "stderr", flags, 0o644)
+        try:
+            return subprocess.Popen(argv, executable=executable, stdin=devnull, stdout=out, stderr=err,
+                                    cwd=directory, env=env, start_new_session=True)
+        finally:
+            os.close(err)
+    finally:
+        os.close(out)
+
+
+def shell_argv(command: dict) -> tuple[list[str], str]:
+    """(argv, executable) of a Mesos CommandInfo: `/bin/sh -c VALUE` when `shell` is true (the default),
+    else VALUE exec'd with `arguments` as its argv."""
+    if command.get("shell", True) is not False:
+        return ["/bin/sh", "-c", str(command.get("value", ""))], "/bin/sh"
+    executable = str(command.get("value"))
+    args = [str(a) for a in command.get("arguments") or []]
+    return args or [executable], executable

@@ -110,7 +110,7 @@ def render_html(pic: RunPicture) -> str:
             f'<p class="sub wf">{esc(r.workflow)} · started {esc(started)}'
             + (" · still running: the picture stops at its last event" if pic.running else "") + '</p></header>')
     body = "".join((head, _figures(pic), _timeline_section(pic), _cost_section(pic), _plan_section(pic),
-                    _attempts_section(pic), _notes(pic)))
+                    _usage_section(pic), _attempts_section(pic), _notes(pic)))
     return ('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -228,6 +228,24 @@ def _cluster_tr(c: ClusterRow) -> str:
             f'<td class="l">{esc(c.ran_type or "-")}</td><td>{c.ran_agents} ({c.ran_peak})</td>'
             f'<td>{c.agent_hours:.4f}</td><td>{c.placements}</td><td>{c.finished}</td>'
             f'<td>{esc(fmt_usd(c.cost_usd))}</td><td>{esc(fmt_usd(c.on_demand_cost_usd))}</td></tr>')
+
+
+def _usage_section(pic: RunPicture) -> str:
+    """Per step, what its annotation asked for against what its tasks used (plastic's executor)."""
+    steps = pic.report.steps
+    if not steps:
+        return ""
+    head = ('<tr><th class="l">step</th><th>tasks</th><th>vcpus</th><th>cores used (median / max)</th>'
+            '<th>vram MiB</th><th>peak RSS MiB (median / max)</th><th class="l">would fit</th><th>USD saved</th></tr>')
+    rows = "".join(
+        f'<tr><td class="l">{esc(s.step)}</td><td>{s.tasks_measured}</td><td>{s.vcpus_asked}</td>'
+        f'<td>{s.cores_used_median:.2f} / {s.cores_used_max:.2f}</td><td>{s.ram_mib_asked}</td>'
+        f'<td>{s.rss_mib_median:.0f} / {s.rss_mib_max:.0f}</td>'
+        f'<td class="l">{s.vcpus_fit} vcpus, {s.ram_mib_fit} MiB</td>'
+        f'<td>{esc(fmt_usd(s.usd_saved)) if s.usd_saved else "-"}</td></tr>' for s in steps)
+    findings = "".join(f"<li><b>{esc(s.step)}</b>: {esc(s.finding)}</li>" for s in steps if s.finding)
+    return (f'<section><h2>Asked for against used, per step</h2><table>{head}{rows}</table>'
+            + (f'<ul class="notes">{findings}</ul>' if findings else "") + '</section>')
 
 
 def _attempts_section(pic: RunPicture) -> str:

@@ -20,7 +20,7 @@ COMMANDS = {
     "local": "plastic.cli.local:local_group", "cloud": "plastic.cli.cloud:cloud_group",
     "agent-watch": "plastic.cli.watch:agent_watch", "sqs-watch": "plastic.cli.aws:sqs_watch",
     "sqs-setup": "plastic.cli.aws:sqs_setup", "imds": "plastic.cli.imds:imds_group",
-    "spot-run": "plastic.cli.imds:spot_run",
+    "spot-run": "plastic.cli.imds:spot_run", "executor": "plastic.cli.executor:executor",
 }
 
 

@@ -73,6 +73,9 @@ from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 @click.option("--key-name", help="ec2: key pair for SSH to the instances.")
 @click.option("--instance-profile", help="ec2: the instances' IAM instance profile.")
 @click.option("--agent-image", help="ec2: the Mesos agent image the instances run (default: the compose cluster's, plastic/agent:latest).")
+@click.option("--executor", type=click.Choice(["plastic", "command"]), default="plastic", show_default=True,
+              help="How agents run tasks: plastic's executor, one per agent running every task placed there, or "
+                   "Mesos' command executor, one process per task (for agents without plastic installed).")
 @click.option("--adopt-seconds", "adopt_s", type=click.FloatRange(min=0.0),
               help="With --resume: let a task of the killed run that is still running finish (its work kept) "
                    "when it is expected to within this many seconds; others are killed and run again "
@@ -85,7 +88,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
         max_nodes: int | None, idle_s: float | None, budget_per_hour: float | None, budget_usd: float | None,
         boot_s: float | None, refuse_spot: str | None, provider: str, region: str | None, image_id: str | None,
         subnet: str | None, key_name: str | None, instance_profile: str | None, agent_image: str | None,
-        adopt_s: float | None) -> None:
+        executor: str, adopt_s: float | None) -> None:
     """Plan, run WORKFLOW with JOB through Toil on plastic, print the outputs (JSON) and a report.
 
     After WORKFLOW [JOB]: the workflow's inputs as flags, as cwltool takes them (`--reads r.fq`; on top
@@ -176,7 +179,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                          seed=seed, toil_args=toil_args, run_id=run_id, static=static, max_nodes=max_nodes,
                          idle_s=60.0 if idle_s is None else idle_s, budget_usd_per_hour=budget_per_hour,
                          budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "", ec2=ec2,
-                         mesos_credential=mesos_credential)
+                         mesos_credential=mesos_credential, executor=executor)
     display = RichDisplay(console, quiet=quiet)
     with line.refused_as_bad_input():
         result = execute(request, display,

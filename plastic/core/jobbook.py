@@ -38,11 +38,11 @@ from plastic.core.jobs import (
     ENDED,
     EXIT_UNKNOWN,
     LIVE,
-    LOSS_STATES,
     TERMINAL_STATES,
     Attempt,
     Job,
     exit_code_of,
+    loss_cause,
     split_task_id,
 )
 from plastic.core.lifecycle import (
@@ -207,7 +207,7 @@ class JobBook:
         agent = self.agents.get(cur.agent_id)
         return AttemptEnded(cur.attempt, outcome, cur.agent_id, agent.cluster if agent else None,
                             job.mesos_task_id, cur.ran_s(now), notice_age_s=self.notices.notice_age_s(cur.agent_id, now),
-                            **kw)
+                            usage=cur.usage, **kw)
 
     def _end(self, job: Job, state: TaskState, outcome: JobOutcome, exit_code: int, now: float,
              out: list[Any], reason: str | None = None, message: str | None = None) -> None:
@@ -237,7 +237,7 @@ class JobBook:
         agent = self.agents.get(job.agent_id) if job.agent_id is not None else None
         out.append(rec.JobEnded(job.job_id, str(outcome), str(state), exit_code, job.attempt, job.agent_id,
                             agent.cluster if agent else None, agent.preemptible if agent else None, wall,
-                            reason, message))
+                            reason, message, cur.usage if cur is not None else None))
 
     def _requeue(self, job: Job, cause: str, now: float, out: list[Any], *, detail: str | None = None) -> None:
         """An infrastructure loss: back to QUEUED under a new attempt, no job end (unless too many)."""
@@ -555,8 +555,9 @@ class JobBook:
         out.extend(ack)  # only after the book recorded the update
 
     def _live_status(self, job: Job, ev: evt.StatusReceived, now: float, out: list[Any]) -> None:
-        st = ev.state
-        cur = job.current
+        st, cur = ev.state, job.current
+        if cur is not None and ev.usage is not None:
+            cur.usage = ev.usage
         if st in ("TASK_STAGING", "TASK_STARTING"):
             if job.state is S.LAUNCHING:
                 self._move(job, S.STARTING, "starting", out)
@@ -571,6 +572,8 @@ class JobBook:
         elif st == "TASK_FINISHED":
             code = ev.exit_code if ev.exit_code is not None else 0
             self._end(job, S.FINISHED, JobOutcome.FINISHED, code, now, out, ev.reason, ev.message)
+        elif (cause := loss_cause(st, ev.reason, job.kill_cause)) and (st != "TASK_KILLED" or job.kill_cause != "leader"):
+            self._requeue(job, cause, now, out, detail=ev.message if st == "TASK_KILLED" else ev.reason)
         elif st in ("TASK_FAILED", "TASK_ERROR"):
             code = ev.exit_code if ev.exit_code is not None else exit_code_of(ev.message)
             self._end(job, S.FAILED, JobOutcome.FAILED, EXIT_UNKNOWN if code is None else code, now, out,
@@ -578,16 +581,10 @@ class JobBook:
         elif st == "TASK_KILLED":
             if job.kill_cause == "leader":
                 self._end(job, S.KILLED, JobOutcome.KILLED, EXIT_UNKNOWN, now, out, ev.reason, ev.message)
-            elif job.kill_cause == "notice" or ev.reason == "REASON_AGENT_DRAINING":
-                self._requeue(job, "notice_kill" if job.kill_cause == "notice" else "agent_draining", now, out,
-                              detail=ev.message)
             else:  # killed by someone else: a failure for Toil to retry with its own budget
                 code = ev.exit_code if ev.exit_code is not None else exit_code_of(ev.message)
                 self._end(job, S.FAILED, JobOutcome.FAILED, EXIT_UNKNOWN if code is None else code, now, out,
                           ev.reason or "killed by someone else", ev.message)
-        elif st in LOSS_STATES:
-            self._requeue(job, "dropped" if st == "TASK_DROPPED" else st.removeprefix("TASK_").lower(), now, out,
-                          detail=ev.reason)
         else:
             out.append(rec.UnknownStateSeen(ev.mesos_task_id, st))
 

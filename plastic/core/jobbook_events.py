@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from plastic.core.model import Preempt, Resources
+from plastic.core.model import Preempt, Resources, TaskUsage
 from plastic.core.placement import AgentInfo, Offer
 
 
@@ -57,6 +57,7 @@ class StatusReceived:
     agent_id: str | None = None
     uuid: str | None = None
     exit_code: int | None = None
+    usage: TaskUsage | None = None  # on a terminal update from plastic's executor
 
 
 @dataclass(frozen=True, slots=True)

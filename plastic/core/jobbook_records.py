@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from plastic.core.lifecycle import AgentState, AttemptOutcome, TaskState
+from plastic.core.model import TaskUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class Record:
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
-    if isinstance(value, AttemptEnded):
+    if isinstance(value, AttemptEnded | TaskUsage):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Mapping):
         return {k: _plain(v) for k, v in value.items()}
@@ -64,6 +65,7 @@ class AttemptEnded:
     notice_age_s: float | None = None  # its agent's terminate notice came this long before the end
     wall_time_s: float | None = None  # of an end (as Toil is told)
     counted_as: str | None = None  # of a requeue: preempted / lost / dropped
+    usage: TaskUsage | None = None  # what its processes used (plastic's executor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +161,7 @@ class JobEnded(Record):
     wall_time_s: float
     reason: str | None
     message: str | None
+    usage: TaskUsage | None = None  # what its last attempt's processes used (plastic's executor)
 
 
 @dataclass(frozen=True, slots=True)

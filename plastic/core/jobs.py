@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from plastic.core import placement as pl
 from plastic.core.lifecycle import TaskState
-from plastic.core.model import Preempt, Resources
+from plastic.core.model import Preempt, Resources, TaskUsage
 
 S = TaskState
 LIVE = frozenset({S.LAUNCHING, S.STARTING, S.RUNNING, S.KILLING})
@@ -35,6 +35,23 @@ def task_id_of(job_id: str, attempt: int) -> str:
     return f"{job_id}.{attempt}"
 
 
+EXECUTOR_TERMINATED = "REASON_EXECUTOR_TERMINATED"  # the executor, not the task, ended: an infrastructure loss
+
+
+def loss_cause(state: str, reason: str | None, kill_cause: str | None = None) -> str | None:
+    """Why an update of a live task is an infrastructure loss (requeue, no failure for Toil), or None:
+    a loss state, a kill for a notice or a drain, or the executor's end (it died, shut down, or gave
+    up on its agent), whether reported TASK_FAILED (by the agent) or TASK_KILLED (by the executor)."""
+    if reason == EXECUTOR_TERMINATED and state in ("TASK_FAILED", "TASK_KILLED"):
+        return "executor_terminated"
+    if state == "TASK_KILLED":
+        return "notice_kill" if kill_cause == "notice" else "agent_draining" if reason == "REASON_AGENT_DRAINING" \
+            else None
+    if state in LOSS_STATES:
+        return "dropped" if state == "TASK_DROPPED" else state.removeprefix("TASK_").lower()
+    return None
+
+
 def split_task_id(mesos_task_id: str) -> tuple[str, int] | None:
     job_id, _, attempt = mesos_task_id.rpartition(".")
     return (job_id, int(attempt)) if job_id and attempt.isdigit() else None
@@ -48,6 +65,7 @@ class Attempt:
     started_at: float | None = None
     ended_at: float | None = None
     end: str | None = None  # finished / failed / killed / preempted / lost / dropped / lost_for_good
+    usage: TaskUsage | None = None  # what it used (plastic's executor), once it ended
 
     @property
     def began_at(self) -> float:

@@ -10,6 +10,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 
+@dataclass(frozen=True, slots=True)
+class TaskUsage:
+    """What one task's processes used, as plastic's executor measured it when they were reaped: CPU
+    seconds (user + system, with the children it waited for), the largest resident set, wall seconds."""
+
+    cpu_s: float
+    max_rss_mib: float
+    wall_s: float
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Resources:
     """A vector of the two resources plastic packs: whole vCPUs and MiB of RAM."""

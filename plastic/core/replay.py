@@ -26,7 +26,7 @@ EVENT_TYPES = registry([
                                            "StatusReceived", "AgentSeen", "AgentLost", "AgentsIgnored",
                                            "NoticeReceived", "Registered", "Reconnected", "PriorTask", "Resumed",
                                            "JobStoreChecked", "RuntimeHistoryLoaded", "Tick")),
-    placement.Offer, placement.AgentInfo, model.Resources, model.Preempt,
+    placement.Offer, placement.AgentInfo, model.Resources, model.Preempt, model.TaskUsage,
 ])
 _ = jobbook_commands  # commands are compared encoded: no decoding needed
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from plastic.core.model import Catalog, InstanceType
 from plastic.core.plan import PlannedNode
+from plastic.core.usage_report import StepUsage, UsageTally
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -95,6 +96,7 @@ class RunReport:
     orphans_adopted: int = 0  # resume: the previous leader's running tasks left to finish
     orphans_killed: int = 0  # resume: the previous leader's running tasks killed (run again)
     node_timeline: tuple[dict[str, Any], ...] = ()  # the elastic cluster: nodes asked for, ready, released, lost
+    steps: tuple[StepUsage, ...] = ()  # per step: asked against used (plastic's executor measures each task)
 
     @property
     def savings(self) -> float:
@@ -107,6 +109,7 @@ class RunReport:
         doc["savings"] = round(self.savings, 6)
         doc["clusters"] = [asdict(c) for c in self.clusters]
         doc["notes"] = list(self.notes)
+        doc["steps"] = [asdict(s) for s in self.steps]
         return doc
 
 
@@ -195,11 +198,13 @@ class RunTally:
         self.adopted: set[str] = set()
         self.orphans_killed: set[str] = set()
         self.kept_events: list[RunEvent] = []  # agent and node records, in stream order
+        self.usage = UsageTally()  # what each step asked for and used
 
     def add(self, ev: RunEvent) -> None:
         f = ev.fields
         kind = ev.kind
         counts = self.counts
+        self.usage.add(kind, f)
         if kind in NODE_KINDS or kind in AGENT_KINDS:
             self.kept_events.append(ev)
         elif kind == "issued":
@@ -291,7 +296,7 @@ class RunTally:
             clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
             on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes),
             orphans_adopted=len(self.adopted), orphans_killed=len(self.orphans_killed - self.adopted),
-            node_timeline=timeline)
+            node_timeline=timeline, steps=self.usage.steps({a.agent_id: a.usd_per_hour for a in agents}))
 
 
 def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,

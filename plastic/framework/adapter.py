@@ -34,7 +34,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,15 @@ from plastic.core.jobs import ENDED
 from plastic.core.lifecycle import TaskState
 from plastic.core.model import Preempt, Resources
 from plastic.core.placement import AgentInfo
+from plastic.executor.protocol import usage_of
 from plastic.framework.recorder import JsonLinesRecorder, LogRecorder, Recorder
+from plastic.framework.task_info import (
+    EXECUTOR_ID,
+    ExecutorKind,
+    TaskInfoBuilder,
+    TaskSpec,
+    executor_kind_from_env,
+)
 from plastic.mesos.credential import Credential
 from plastic.mesos.driver import MesosSchedulerDriver
 from plastic.mesos.errors import MesosFrameworkError
@@ -100,6 +108,8 @@ class Framework(Scheduler):
         job_store: JobStoreAnswer | None = None,
         runtime_history: HistoryAnswer | None = None,
         credential: Credential | None = None,
+        executor: ExecutorKind | None = None,
+        executor_command: str | None = None,
     ):
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)  # notified after every event
@@ -112,6 +122,8 @@ class Framework(Scheduler):
         self.commands: dict[str, TaskCommand] = {}
         self.unplaceable: dict[str, str] = {}
         self.offer_resources: dict[str, dict[str, Mapping[str, Any]]] = {}  # offer id -> name -> resource
+        self.offers: dict[str, Mapping[str, Any]] = {}  # offer id -> the offer (its executor ids)
+        self.task_infos = TaskInfoBuilder(executor or executor_kind_from_env(), executor_command)
         self.statuses: dict[str, Mapping[str, Any]] = {}  # uuid -> the status as received (for the ack)
         self.registered_event = threading.Event()
         self.last_error: str | None = None
@@ -357,6 +369,7 @@ class Framework(Scheduler):
                 d.declineOffer([{"value": o} for o in command.offer_ids], {"refuse_seconds": command.refuse_seconds})
                 for o in command.offer_ids:
                     self.offer_resources.pop(o, None)
+                    self.offers.pop(o, None)
             case cmd.KillTask():
                 d.killTask({"value": command.mesos_task_id},
                            {"value": command.agent_id} if command.agent_id else None)
@@ -385,49 +398,32 @@ class Framework(Scheduler):
                 pass
 
     def _launch(self, launch: cmd.LaunchTasks) -> None:
-        infos = []
+        specs = []
         for task in launch.tasks:
             try:
-                infos.append(self._task_info(launch, task))
+                specs.append(self._task_spec(task))
             except MissingTaskCommand as error:
                 log.error("%s", error)
                 self._pending.append(evt.StatusReceived(task.mesos_task_id, "TASK_ERROR", message=str(error),
                                                         agent_id=task.agent_id))
-        if infos:
-            self.driver.launchTasks({"value": launch.offer_id}, infos)
+        if specs:
+            self.driver.launchTasks({"value": launch.offer_id}, self.task_infos.infos(
+                specs, self.offers.get(launch.offer_id, {}), self.offer_resources.get(launch.offer_id, {})))
         else:
             self.driver.declineOffer([{"value": launch.offer_id}], {"refuse_seconds": 0.0})
         self.offer_resources.pop(launch.offer_id, None)
+        self.offers.pop(launch.offer_id, None)
 
-    def _task_info(self, launch: cmd.LaunchTasks, task: cmd.TaskLaunch) -> dict[str, Any]:
+    def _task_spec(self, task: cmd.TaskLaunch) -> TaskSpec:
         command = self.commands.get(task.job_id)
         if command is None:
             raise MissingTaskCommand(task.job_id)
         job = self.book.jobs.get(task.job_id)
-        offered = self.offer_resources.get(launch.offer_id, {})
-
-        def scalar(name: str, amount: float) -> dict[str, Any]:
-            r: dict[str, Any] = {"name": name, "type": "SCALAR", "scalar": {"value": float(amount)}}
-            src = offered.get(name)
-            if src is not None:  # keep the offer's role / allocation info
-                for key in ("role", "allocation_info", "reservations"):
-                    if key in src:
-                        r[key] = src[key]
-            return r
-
         store_id = job.job_store_id if job is not None else None
-        return {
-            "name": (job.name if job is not None and job.name else None) or f"toil-{task.job_id}",
-            "task_id": {"value": task.mesos_task_id},
-            "agent_id": {"value": task.agent_id},
-            "resources": [scalar("cpus", task.demand.vcpus), scalar("mem", task.demand.ram_mib)],
-            "command": {"value": command.command, "shell": True,
-                        "environment": {"variables": [{"name": k, "value": str(v)}
-                                                      for k, v in command.environment.items()]}},
-            "labels": {"labels": [{"key": "plastic_job", "value": task.job_id},
-                                  {"key": "plastic_attempt", "value": str(task.attempt)}]
-                       + ([{"key": "plastic_job_store_id", "value": store_id}] if store_id else [])},
-        }
+        labels = [("plastic_job", task.job_id), ("plastic_attempt", str(task.attempt))]
+        return TaskSpec((job.name if job is not None and job.name else None) or f"toil-{task.job_id}",
+                        task.mesos_task_id, task.agent_id, task.demand.vcpus, task.demand.ram_mib, command.command,
+                        command.environment, labels + ([("plastic_job_store_id", store_id)] if store_id else []))
 
     # ------------------------------------------------------------ questions, answered off the lock
 
@@ -494,16 +490,19 @@ class Framework(Scheduler):
         with self.lock:
             for o in offers:
                 self.offer_resources[value_of(o.get("id")) or ""] = {r["name"]: r for r in o.get("resources") or ()}
-            self.apply(evt.OffersReceived(tuple(offer_of(o) for o in offers)))
+                self.offers[value_of(o.get("id")) or ""] = o
+            running = EXECUTOR_ID if self.task_infos.kind == "plastic" else None
+            self.apply(evt.OffersReceived(tuple(offer_of(o, running) for o in offers)))
 
     def offerRescinded(self, driver: Any, offer_id: Mapping[str, Any]) -> None:
         with self.lock:
             oid = value_of(offer_id) or ""
             self.offer_resources.pop(oid, None)
+            self.offers.pop(oid, None)
             self.apply(evt.OfferRescinded(oid))
 
     def statusUpdate(self, driver: Any, status: dict[str, Any]) -> None:
-        ev = status_event(status)
+        ev = replace(status_event(status), usage=usage_of(status))  # (what plastic's executor measured)
         with self.lock:
             if ev.uuid:
                 self.statuses[ev.uuid] = status

@@ -122,6 +122,8 @@ class StoreRecorder:
             a = r.attempt
             extra = {k: v for k, v in {"cluster": a.cluster, "wall_time_s": a.wall_time_s,
                                        "counted_as": a.counted_as}.items() if v is not None}
+            if a.usage is not None:  # what its processes used (plastic's executor)
+                extra.update(cpu_s=a.usage.cpu_s, max_rss_mib=a.usage.max_rss_mib, usage_wall_s=a.usage.wall_s)
             attempt = AttemptRecord(number=a.number, outcome=a.outcome, agent=a.agent_id, started_at=at - a.ran_s,
                                     ended_at=at, reason=a.reason, exit_code=a.exit_code, mesos_task_id=a.mesos_task_id,
                                     notice_at=None if a.notice_age_s is None

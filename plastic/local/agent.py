@@ -35,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from plastic.local import protocol as P
+from plastic.procs import killpg_quietly as _killpg
+from plastic.procs import shell_argv
+from plastic.procs import spawn_in_session as _spawn
 
 log = logging.getLogger(__name__)
 
@@ -113,13 +116,7 @@ class AgentRuntime:
         for var in (cmd.get("environment") or {}).get("variables") or []:
             if isinstance(var, dict) and isinstance(var.get("name"), str):
                 env[var["name"]] = str(var.get("value", ""))
-        if cmd.get("shell", True) is not False:
-            argv = ["/bin/sh", "-c", str(cmd.get("value", ""))]
-            executable = "/bin/sh"
-        else:
-            args = [str(a) for a in cmd.get("arguments") or []]
-            executable = str(cmd.get("value"))
-            argv = args or [executable]
+        argv, executable = shell_argv(cmd)
         loop = asyncio.get_running_loop()
         if self.launcher is None:
             fut: asyncio.Future = loop.create_future()
@@ -249,26 +246,3 @@ class AgentRuntime:
 
     def pids(self) -> list[int]:
         return [tp.proc.pid for tp in self.tasks.values() if tp.proc is not None]
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _spawn(sandbox: Path, argv: list[str], executable: str, env: dict[str, str], devnull: int) -> subprocess.Popen:
-    """Make the sandbox and start the process in a session of its own."""
-    os.mkdir(sandbox)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-    out = os.open(sandbox / "stdout", flags, 0o644)
-    try:
-        err = os.open(sandbox / "stderr", flags, 0o644)
-        try:
-            return subprocess.Popen(argv, executable=executable, stdin=devnull, stdout=out, stderr=err,
-                                    cwd=sandbox, env=env, start_new_session=True)
-        finally:
-            os.close(err)
-    finally:
-        os.close(out)

@@ -122,6 +122,9 @@ class OfferBook:
             "resources": offer.resources.to_json(role=not allocation_info, allocation_info=allocation_info),
             "attributes": P.attributes_json(agent.spec.all_attributes()),
         }
+        executor_ids = sorted(e for f, e in agent.executors if f == offer.framework_id)
+        if executor_ids:
+            d["executor_ids"] = [P.value(e) for e in executor_ids]
         if allocation_info:
             d["allocation_info"] = {"role": "*"}
         return d

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from plastic.local import protocol as P
+from plastic.local.executors import check_executor, executor_id_of
 from plastic.local.resources import ResourceBag, ResourceFormatError
 from plastic.local.state import DEFAULT_REFUSE_SECONDS, MasterState, RegisteredFramework
 
@@ -338,17 +339,29 @@ def _check_task(state: MasterState, fw: RegisteredFramework, agent_id: str, info
     if has_command == has_executor:
         return ResourceBag(), "Task should have at least one (but not both) of CommandInfo or ExecutorInfo present"
     if has_executor:
-        return ResourceBag(), "Custom executors are not supported by the plastic local cluster; use CommandInfo"
+        agent = state.agents[agent_id]
+        new_here = {executor_id_of(e): e["executor"] for e in earlier if executor_id_of(e)}
+        executor_res, err = check_executor(info, state.executor_for(agent, fw.id, info), new_here)
+        if err:
+            return ResourceBag(), err
+        res, err = _fit(info, available, executor_res)
+        return res + executor_res, err  # what this launch takes from the offer (the executor's part is its own)
     cmd = info["command"]
     if cmd.get("shell", True) is not False and not isinstance(cmd.get("value"), str):
         return ResourceBag(), "Shell command of task is missing 'value'"
     if cmd.get("shell", True) is False and not isinstance(cmd.get("value"), str):
         return ResourceBag(), "Non-shell command of task is missing 'value'"
+    return _fit(info, available, extra)
+
+
+def _fit(info: dict[str, Any], available: ResourceBag, extra: ResourceBag) -> tuple[ResourceBag, str | None]:
+    """(the task's resources, error): the task and its executor's (`extra`) must fit what is offered.
+    The task's own resources are what it holds; a new executor's are held by the executor's record."""
     try:
-        res = ResourceBag.from_json(info.get("resources") or []) + extra
+        res = ResourceBag.from_json(info.get("resources") or [])
     except ResourceFormatError as exc:
         return ResourceBag(), f"Task uses invalid resources: {exc}"
-    if not available.contains(res):
-        return res, (f"Total resources {res.describe()} required by task and its executor is more than available "
-                     f"{available.describe()}")
-    return res, None
+    if not available.contains(res + extra):
+        return res, (f"Total resources {(res + extra).describe()} required by task and its executor is more than "
+                     f"available {available.describe()}")
+    return (res + extra if not isinstance(info.get("executor"), Mapping) else res), None

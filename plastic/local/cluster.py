@@ -25,9 +25,19 @@ from typing import Any
 from aiohttp import web
 
 from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.local import protocol as P
 from plastic.local.agent import MARKER_ENV, AgentRuntime
 from plastic.local.config import AgentSpec, ClusterSpec
-from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
+from plastic.local.effects import (
+    EndStream,
+    Kill,
+    KillAgent,
+    Launch,
+    LaunchExecutor,
+    Send,
+    ToExecutor,
+)
+from plastic.local.executor_host import ExecutorHost
 from plastic.local.imds import InstanceMetadata
 from plastic.local.nodes import (
     CapacityRefused,
@@ -81,6 +91,7 @@ class RunningCluster:
         self.cluster_id = uuid.uuid4().hex[:12]
         self.state: MasterState | None = None
         self.agents: dict[str, AgentRuntime] = {}
+        self.executor_hosts: dict[str, ExecutorHost] = {}
         self.imds: dict[str, tuple[web.AppRunner, str]] = {}
         self.agent_runners: list[web.AppRunner] = []
         self.streams: dict[str, Stream] = {}
@@ -154,6 +165,11 @@ class RunningCluster:
                                         state_since=time.time())
         self.agents[agent_id] = AgentRuntime(agent_id, self.options.workdir, self._on_status, base_env=self._base_env,
                                              launcher=self._launcher)
+        self.executor_hosts[agent_id] = ExecutorHost(
+            agent_id, self.options.host, agent_sock.getsockname()[1], self.options.workdir, self._base_env,
+            lambda: self._agent_info(agent_id),
+            lambda fid, tid, st: self._on_status(agent_id, fid, tid, st),
+            lambda fid, eid, code: self._on_executor_exit(agent_id, fid, eid, code))
         await self._serve_agent(agent_id, agent_sock)
         if instance_id is not None:
             await self._serve_imds(agent_id, instance_id)
@@ -231,6 +247,7 @@ class RunningCluster:
 
         app.router.add_get("/health", health)
         app.router.add_get("/state", state)
+        app.router.add_route("*", "/api/v1/executor", self.executor_hosts[agent_id].handle)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
         await web.SockSite(runner, sock).start()
@@ -262,9 +279,13 @@ class RunningCluster:
 
         for rt in self.agents.values():
             rt.die()
+        for host in self.executor_hosts.values():
+            host.die()
         await asyncio.gather(*(rt.wait_all(timeout=5.0) for rt in self.agents.values()))
         for rt in self.agents.values():
             rt.close()
+        for host in self.executor_hosts.values():
+            host.close()
         if self._launcher is not None:
             self._launcher.shutdown(wait=True)
         sweep(self.cluster_id)
@@ -322,6 +343,22 @@ class RunningCluster:
                                            killing_state=eff.killing_state, silent=eff.silent)
         elif isinstance(eff, KillAgent):
             self.kill_agent(eff.agent_id, eff.cause)
+        elif isinstance(eff, LaunchExecutor):
+            self.executor_hosts[eff.agent_id].launch(eff.framework_id, eff.executor_id, eff.executor_info,
+                                                     eff.container_id, eff.framework_info)
+        elif isinstance(eff, ToExecutor):
+            self.executor_hosts[eff.agent_id].send(eff.framework_id, eff.executor_id, eff.event)
+
+    def _on_executor_exit(self, agent_id: str, framework_id: str, executor_id: str, code: int | None) -> None:
+        assert self.state is not None
+        self.apply(self.state.executor_exited(agent_id, framework_id, executor_id, code, time.time()))
+
+    def _agent_info(self, agent_id: str) -> dict[str, Any]:
+        assert self.state is not None
+        a = self.state.agents[agent_id]
+        return {"id": {"value": a.id}, "hostname": self.options.host, "port": a.port,
+                "resources": a.total.to_json(role=False),
+                "attributes": P.attributes_json(a.spec.all_attributes())}
 
     def _on_status(self, agent_id: str, framework_id: str, task_id: str, st: dict[str, Any]) -> None:
         assert self.state is not None
@@ -360,7 +397,9 @@ class RunningCluster:
         if rt is None or not rt.alive:
             return []
         running = sorted(task_id for _, task_id in rt.tasks)
-        pids = rt.die()
+        running += sorted(t for f, t in self.state.agents[agent_id].tasks
+                          if self.state.frameworks[f].tasks[t].executor_id and not self.state.frameworks[f].tasks[t].terminal)
+        pids = rt.die() + self.executor_hosts[agent_id].die()
         from plastic.local.supervisor import sweep
 
         strays = sweep(self.cluster_id, agent_id)
@@ -399,7 +438,7 @@ class RunningCluster:
                 "notice_time": a.notice_time, "rebalance_time": a.rebalance_time,
                 "died_at": a.died_at, "death_cause": a.death_cause,
             },
-            "pids": self.agents[agent_id].pids(),
+            "pids": self.agents[agent_id].pids() + self.executor_hosts[agent_id].pids(),
         }
 
     def status(self) -> dict[str, Any]:

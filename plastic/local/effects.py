@@ -57,4 +57,26 @@ class KillAgent:
     cause: str
 
 
-Effect = Send | EndStream | Launch | Kill | KillAgent
+@dataclass(slots=True)
+class LaunchExecutor:
+    """Start a framework's executor on an agent (its process, with the environment agents give executors)."""
+
+    agent_id: str
+    framework_id: str
+    executor_id: str
+    executor_info: dict[str, Any]
+    container_id: str
+    framework_info: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToExecutor:
+    """Send an event (LAUNCH, KILL, ACKNOWLEDGED, SHUTDOWN) to an executor; held until it subscribes."""
+
+    agent_id: str
+    framework_id: str
+    executor_id: str
+    event: dict[str, Any]
+
+
+Effect = Send | EndStream | Launch | Kill | KillAgent | LaunchExecutor | ToExecutor

@@ -40,6 +40,7 @@ class Task:
     retry_gen: int = 0
     unreachable_time: float | None = None
     kill_grace_s: float | None = None  # TaskInfo.kill_policy.grace_period
+    executor_id: str | None = None  # run by this custom executor (None: the command executor)
 
     @property
     def terminal(self) -> bool:
@@ -102,6 +103,7 @@ class Agent:
     rebalance_time: float | None = None
     interrupt_gen: int = 0
     imds_url: str | None = None
+    executors: dict[tuple[str, str], Any] = field(default_factory=dict)  # (framework, executor id) -> record
 
     @property
     def available(self) -> ResourceBag:

@@ -101,6 +101,13 @@ def failure_event(agent_id: str) -> dict[str, Any]:
     return {"type": "FAILURE", "failure": {"agent_id": value(agent_id)}}
 
 
+def executor_failure_event(agent_id: str, executor_id: str, status: int | None) -> dict[str, Any]:
+    failure: dict[str, Any] = {"agent_id": value(agent_id), "executor_id": value(executor_id)}
+    if status is not None:
+        failure["status"] = status
+    return {"type": "FAILURE", "failure": failure}
+
+
 def subscribed_event(framework_id: str, heartbeat_s: float, minfo: dict[str, Any]) -> dict[str, Any]:
     return {"type": "SUBSCRIBED", "subscribed": {"framework_id": value(framework_id),
                                                   "heartbeat_interval_seconds": float(heartbeat_s),

@@ -28,6 +28,7 @@ from plastic.local import protocol as P
 from plastic.local.allocator import OfferBook
 from plastic.local.config import AgentSpec
 from plastic.local.effects import EndStream, Kill, KillAgent, Launch, Send
+from plastic.local.executors import ExecutorRegistry, executor_id_of
 from plastic.local.model import Agent, Filter, MasterOffer, RegisteredFramework, Task
 from plastic.local.resources import ResourceBag
 
@@ -41,7 +42,7 @@ MAX_RETRY_SECONDS = 600.0
 __all__ = ["Agent", "Filter", "MasterOffer", "MasterState", "RegisteredFramework", "Task"]
 
 
-class MasterState(OfferBook):
+class MasterState(ExecutorRegistry, OfferBook):
     """All of the master: frameworks, agents, offers, tasks, timers."""
 
     def __init__(self, *, master_id: str, host: str = "127.0.0.1", port: int = 5050, heartbeat_s: float = 15.0,
@@ -182,6 +183,7 @@ class MasterState(OfferBook):
             fw.unreachable[tid] = task
             self._send(fw, P.update_event(st), effects)
         agent.tasks.clear()
+        agent.executors.clear()
         agent.used = ResourceBag()
         for fw in self.frameworks.values():
             self._send(fw, P.failure_event(agent_id), effects)
@@ -197,7 +199,9 @@ class MasterState(OfferBook):
         for fid, tid in sorted(agent.tasks):
             fw = self.frameworks[fid]
             task = fw.tasks[tid]
-            if not task.terminal and agent.connected:
+            if not task.terminal and agent.connected and task.executor_id:
+                effects.append(self.kill_in_executor(task, grace))
+            elif not task.terminal and agent.connected:
                 effects.append(Kill(agent_id, fid, tid, reason="REASON_AGENT_DRAINING", grace_s=grace,
                                     killing_state=P.TASK_KILLING_STATE in fw.capabilities))
         self._check_drained(agent)
@@ -341,12 +345,13 @@ class MasterState(OfferBook):
 
     def _remove_framework(self, fw: RegisteredFramework, now: float, effects: list) -> None:
         fw.connected = False
+        self.shutdown_executors(fw.id, effects)
         for oid in list(fw.offers):
             self.remove_offer(self.offers[oid])
         for task in list(fw.tasks.values()):
             agent = self.agents[task.agent_id]
             if not task.terminal:
-                if agent.connected:
+                if agent.connected and not task.executor_id:  # (an executor's tasks end with its SHUTDOWN)
                     effects.append(Kill(agent.id, fw.id, task.id, silent=True, grace_s=self.kill_grace_s))
                 agent.used = agent.used - task.resources
                 task.state = "TASK_KILLED"
@@ -375,6 +380,9 @@ class MasterState(OfferBook):
     def launch(self, fw: RegisteredFramework, agent: Agent, info: dict[str, Any], resources: ResourceBag,
                container_id: str, effects: list) -> None:
         tid = info["task_id"]["value"]
+        record = self.executor_for(agent, fw.id, info)
+        if executor_id_of(info) and record is None:  # a new executor holds its own share of `resources`
+            resources = resources - ResourceBag.from_json(info["executor"].get("resources") or [])
         task = Task(tid, str(info.get("name", tid)), fw.id, agent.id, resources, container_id,
                     kill_grace_s=grace_period(info.get("kill_policy")))
         fw.tasks[tid] = task
@@ -382,7 +390,10 @@ class MasterState(OfferBook):
         agent.tasks.add((fw.id, tid))
         agent.used = agent.used + resources
         self.launched += 1
-        effects.append(Launch(agent.id, fw.id, tid, info, container_id))
+        if executor_id_of(info):
+            self.run_in_executor(fw, agent, task, info, container_id, effects)
+        else:
+            effects.append(Launch(agent.id, fw.id, tid, info, container_id))
 
     def task_status(self, agent_id: str, framework_id: str, task_id: str, st: dict[str, Any], now: float) -> list:
         """An agent reports a status (with uuid) for one of its tasks."""
@@ -392,6 +403,8 @@ class MasterState(OfferBook):
         agent = self.agents.get(agent_id)
         if task is None or task.agent_id != agent_id or agent is None or not agent.connected or task.terminal:
             return effects
+        if st.get("uuid") and any(s.get("uuid") == st["uuid"] for s in task.statuses):
+            return effects  # sent again (an executor's re-subscription): the agent has it already
         task.state = st["state"]
         task.statuses.append(st)
         if task.terminal:
@@ -425,6 +438,7 @@ class MasterState(OfferBook):
             return effects
         acked = task.pending.popleft()
         task.retry_gen += 1
+        self.acknowledged_in_executor(task, acked, effects)
         if task.pending:
             task.retry_s = self.update_retry_s
             self._forward(fw, task, now, effects)
@@ -455,6 +469,8 @@ class MasterState(OfferBook):
         grace = grace_period(kill_policy)
         if grace is None:
             grace = task.kill_grace_s if task.kill_grace_s is not None else self.kill_grace_s
+        if task.executor_id:
+            return [self.kill_in_executor(task, grace)]
         return [Kill(agent.id, fw.id, task_id, grace_s=grace,
                      killing_state=P.TASK_KILLING_STATE in fw.capabilities)]
 
@@ -509,6 +525,8 @@ class MasterState(OfferBook):
                 assert task.agent_id == agent.id, (fid, tid)
                 if not task.terminal:
                     used = used + task.resources
+            for record in agent.executors.values():
+                used = used + record.resources
             if not agent.removed:
                 assert used == agent.used, (agent.id, used, agent.used)
             offered = ResourceBag()

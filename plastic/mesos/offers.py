@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from plastic.core.executor_share import usable
 from plastic.core.jobbook_events import StatusReceived
 from plastic.core.model import Resources
 from plastic.core.placement import AgentInfo, Offer
@@ -74,9 +75,15 @@ def agent_from_offer(offer: Mapping[str, Any], capacity: Resources | None = None
                      address=address_of(offer), instance_id=attrs.get("instance_id", ""))
 
 
-def offer_of(offer: Mapping[str, Any]) -> Offer:
-    """An OFFERS entry: its id, its agent (capacity: what it offers now) and what it offers."""
+def offer_of(offer: Mapping[str, Any], executor_id: str | None = None) -> Offer:
+    """An OFFERS entry: its id, its agent (capacity: what it offers now) and what it offers; with the
+    framework's executor (``executor_id``) running on the agent, its share counts as offered
+    (plastic.core.executor_share: the tasks of a launch take it back)."""
     available = resources_of(offer.get("resources"))
+    if executor_id and executor_id in [value_of(e) for e in offer.get("executor_ids") or ()]:
+        s = _scalars(offer.get("resources"))
+        share = usable(s.get("cpus", 0.0), s.get("mem", 0.0), True)
+        available = Resources(int(math.floor(share.cpus + 1e-9)), int(math.floor(share.ram_mib + 1e-9)))
     return Offer(value_of(offer.get("id")) or "", agent_from_offer(offer, available), available)
 
 

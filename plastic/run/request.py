@@ -42,6 +42,7 @@ class RunRequest:
     refuse_spot: str = ""  # local cluster: spot types it refuses to create (an emulated shortage; * = all)
     ec2: Ec2Settings | None = None  # --provider ec2: nodes are EC2 instances joining --master
     mesos_credential: Path | None = None  # --master authenticates frameworks: the credential's file
+    executor: str = "plastic"  # plastic's executor (one per agent) or "command" (Mesos' command executor)
 
     @property
     def elastic(self) -> bool:

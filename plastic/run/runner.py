@@ -238,7 +238,8 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         inv = build_invocation(workflow=Path(lowered.workflow_path), job=request.job and request.job.resolve(),
                                outdir=request.outdir.resolve(), run_dir=run_dir, master=master,
                                redis_url=redis_url, run_id=run_id, policy_path=Path(lowered.policy_path),
-                               policy=lowered.policy, extra=(*extra, *request.toil_args))
+                               policy=lowered.policy, extra=(*extra, *request.toil_args),
+                               executor=request.executor)
         notes.extend(inv.notes)
         for text in inv.notes:
             display.note(text)

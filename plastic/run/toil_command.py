@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.core.errors import InputError
+from plastic.framework.task_info import EXECUTOR_ENV
 from plastic.store.urls import URL_ENV
 
 CONTAINER_ENGINES = ("docker", "podman", "singularity", "apptainer")
@@ -88,8 +89,10 @@ def needs_unchained(policy: Mapping[str, Any]) -> bool:
 
 def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir: Path, master: str,
                      redis_url: str, run_id: str, policy_path: Path, policy: Mapping[str, Any],
-                     extra: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> ToilInvocation:
+                     extra: Sequence[str] = (), environ: Mapping[str, str] | None = None,
+                     executor: str = "plastic") -> ToilInvocation:
     env = dict(os.environ if environ is None else environ)
+    env[EXECUTOR_ENV] = executor  # how the batch system's tasks run (plastic.framework.task_info)
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in env.get("PATH", "").split(os.pathsep):
         env["PATH"] = bin_dir + (os.pathsep + env["PATH"] if env.get("PATH") else "")

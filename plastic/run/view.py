@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -120,7 +121,23 @@ def report_table(report: RunReport) -> Group:
     if report.orphans_adopted or report.orphans_killed:
         lines.append(f"resume: the killed run's running tasks adopted {report.orphans_adopted}, "
                      f"killed and run again {report.orphans_killed}")
-    return Group(table, *(Text(line) for line in lines))
+    return Group(table, *(Text(line) for line in lines), *usage_table(report))
+
+
+def usage_table(report: RunReport) -> list[Any]:
+    """Per step: what its annotation asked for against what its tasks used (none without measurements)."""
+    if not report.steps:
+        return []
+    table = Table(title="asked for against used, per step (plastic's executor measured each task)", expand=False)
+    for name in ("step", "tasks", "vcpus", "cores used (median/max)", "vram MiB", "peak RSS MiB (median/max)",
+                 "would fit", "USD saved"):
+        table.add_column(name, justify="left" if name == "step" else "right")
+    for s in report.steps:
+        table.add_row(s.step, str(s.tasks_measured), str(s.vcpus_asked),
+                      f"{s.cores_used_median:.2f} / {s.cores_used_max:.2f}", str(s.ram_mib_asked),
+                      f"{s.rss_mib_median:.0f} / {s.rss_mib_max:.0f}", f"{s.vcpus_fit} vcpus, {s.ram_mib_fit} MiB",
+                      f"{s.usd_saved:.6f}" if s.usd_saved else "-")
+    return [table, *(Text(f"{s.step}: {s.finding}") for s in report.steps if s.finding)]
 
 
 TIMELINE_LINES = 15  # the text report's node timeline; --format json and --html have every event

@@ -26,9 +26,10 @@ from plastic.core.jobbook_events import (
     StatusReceived,
     Tick,
 )
+from plastic.core.jobbook_records import TaskStateChanged
 from plastic.core.jobs import exit_code_of, split_task_id
 from plastic.core.lifecycle import TaskState
-from plastic.core.model import RELIABLE, Preempt, Resources
+from plastic.core.model import RELIABLE, Preempt, Resources, TaskUsage
 from plastic.core.placement import AgentInfo
 from tests.fakes.jobbook import BURST, BURST2, CORE, Harness
 from tests.fakes.records import of, records
@@ -405,3 +406,23 @@ def test_an_ignored_agents_offers_are_declined_and_it_is_revived_when_it_takes_w
     assert not of(h(AgentsIgnored(("burst2",), ignored=False)), ReviveOffers)
     h.issue("k")
     assert not of(h(AgentsIgnored(("core",), ignored=False)), ReviveOffers)
+
+
+@pytest.mark.parametrize("state", ["TASK_FAILED", "TASK_KILLED"])
+def test_the_end_of_its_executor_requeues_a_task_as_a_loss_not_a_failure(state):
+    h = Harness()
+    task = h.run("j", agent=CORE)
+    cmds = h.status(task, state, agent_id="core", reason="REASON_EXECUTOR_TERMINATED", message="Executor terminated")
+    assert not of(cmds, ReportJobEnd)
+    (requeued,) = records(cmds, "requeue")
+    assert (requeued["cause"], requeued["counted_as"]) == ("executor_terminated", "lost")
+    assert h.book.jobs["j"].state is TaskState.QUEUED
+
+
+def test_what_a_task_used_rides_on_its_attempt():
+    h = Harness()
+    task = h.run("j", agent=CORE)
+    usage = TaskUsage(cpu_s=1.25, max_rss_mib=300.0, wall_s=2.0)
+    cmds = h.status(task, "TASK_FINISHED", agent_id="core", usage=usage)
+    (ended,) = [r for r in of(cmds, TaskStateChanged) if r.attempt is not None]
+    assert ended.attempt.usage == usage

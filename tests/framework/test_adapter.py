@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Resources
+from plastic.executor.protocol import command_of
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.toil_batch import demand_of
 from plastic.mesos.offers import agent_from_offer, status_event
@@ -37,7 +38,9 @@ def test_launch_finish_and_ack():
     assert offer_id == {"value": "o1"}
     t = tasks[0]
     assert t["task_id"] == {"value": "7.1"} and t["agent_id"] == {"value": "a1"} and t["name"] == "CWLJob x"
-    assert t["command"]["shell"] is True and {"name": "A", "value": "1"} in t["command"]["environment"]["variables"]
+    assert "command" not in t and t["executor"]["executor_id"] == {"value": "plastic"}  # plastic's executor
+    command = command_of(t)
+    assert command["shell"] is True and {"name": "A", "value": "1"} in command["environment"]["variables"]
     assert {r["name"]: (r["scalar"]["value"], r["role"]) for r in t["resources"]} == {"cpus": (1.0, "*"),
                                                                                       "mem": (256.0, "*")}
     status = {"task_id": {"value": "7.1"}, "state": "TASK_RUNNING", "agent_id": {"value": "a1"}, "uuid": "u1"}
@@ -80,3 +83,31 @@ def test_kill_waits_for_killed_and_failed_exit_code():
                         "message": "Command exited with status 3"})
     assert [(e.job_id, e.outcome, e.exit_code) for e in ended] == [("2", "killed", 255), ("3", "failed", 3)]
     fw.book.validate()
+
+
+def test_the_command_executor_when_asked_for():
+    ended = []
+    fw = Framework("http://x", driver_factory=FakeDriver, on_ended=ended.append, clock=lambda: 100.0,
+                   executor="command")
+    fw.registered(fw.driver, {"value": "fw-1"}, {})
+    fw.issue("7", TaskCommand("echo hi", {"A": "1"}), Resources(1, 256), RELIABLE)
+    fw.resourceOffers(fw.driver, [offer("o1", "a1", 4, 8192)])
+    (launch,) = fw.driver.of("launchTasks")
+    t = launch[1][1][0]
+    assert "executor" not in t and t["command"]["value"] == "echo hi"
+
+
+def test_a_task_asking_for_the_whole_agent_gives_the_executor_its_share():
+    fw, d, ended = make()
+    fw.issue("7", TaskCommand("true"), Resources(4, 8192), RELIABLE)
+    fw.resourceOffers(d, [offer("o1", "a1", 4, 8192)])  # no executor there yet: the task makes room for it
+    (launch,) = d.of("launchTasks")
+    assert {r["name"]: r["scalar"]["value"] for r in launch[1][1][0]["resources"]} == {"cpus": 3.99, "mem": 8160.0}
+    fw.statusUpdate(d, {"task_id": {"value": "7.1"}, "state": "TASK_FINISHED", "agent_id": {"value": "a1"},
+                        "uuid": "u2"})
+    fw.issue("8", TaskCommand("true"), Resources(4, 8192), RELIABLE)
+    with_executor = dict(offer("o2", "a1", 3.99, 8160), executor_ids=[{"value": "plastic"}])
+    fw.resourceOffers(d, [with_executor])  # the executor holds its share: the offer is whole to plastic
+    launch = d.of("launchTasks")[-1]
+    assert launch[1][0] == {"value": "o2"}
+    assert {r["name"]: r["scalar"]["value"] for r in launch[1][1][0]["resources"]} == {"cpus": 3.99, "mem": 8160.0}

@@ -1,0 +1,23 @@
+"""`plastic executor`: plastic's Mesos executor, as an agent starts it (plastic.executor)."""
+
+from __future__ import annotations
+
+import click
+
+from plastic.cli.watch import setup_logging
+from plastic.core.executor_book import DEFAULT_IDLE_S, DEFAULT_KILL_GRACE_S
+
+
+@click.command("executor")
+@click.option("--idle-seconds", type=click.FloatRange(min=0.0), default=DEFAULT_IDLE_S, show_default=True,
+              help="Leave after this long with no task, giving the executor's share back to the cluster.")
+@click.option("--kill-grace-seconds", type=click.FloatRange(min=0.0), default=DEFAULT_KILL_GRACE_S,
+              show_default=True, help="SIGTERM to SIGKILL of a killed task whose kill policy names no grace.")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def executor(idle_seconds: float, kill_grace_seconds: float, verbose: int) -> None:
+    """Run the tasks one framework places on this agent (started by the agent, from its environment:
+    MESOS_AGENT_ENDPOINT, MESOS_FRAMEWORK_ID, MESOS_EXECUTOR_ID, MESOS_DIRECTORY, ...)."""
+    from plastic.executor.shell import main
+
+    setup_logging(verbose)
+    raise SystemExit(main(idle_seconds, kill_grace_seconds))

@@ -1,0 +1,115 @@
+"""plastic's executor through the raw scheduler API, needing only ``cluster.master_url``, the ``scheduler``
+fixture and ``executor_command`` (how the cluster's agents start the executor): collected by
+tests/local/test_executor_flow.py against plastic's local cluster and by tests/compose against Apache
+Mesos 1.11 agents (where they disagree, the local cluster is wrong)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from plastic.executor.protocol import executor_info, task_data, usage_of
+from tests.local.rawmesos import attrs, scalar, task_info
+from tests.waiting import eventually
+
+CORE = staticmethod(lambda o: attrs(o)["cluster"] == "core")
+
+
+def executor_task(task_id: str, agent_id: str, command: str, executor_command: str, *, cpus: float = 0.1,
+                  mem: float = 64, executor_id: str = "plastic") -> dict:
+    info = task_info(task_id, agent_id, None, cpus, mem)
+    info["executor"] = executor_info(executor_id, executor_command)
+    info["data"] = task_data({"value": command, "shell": True})
+    return info
+
+
+def launch(s, offer: dict, infos: list[dict]) -> None:
+    resp = s.accept([offer["id"]["value"]], infos, refuse_seconds=0.0)
+    assert resp.status_code == 202, resp.text
+
+
+def core_offer(s) -> dict:
+    return s.take_offer(lambda o: attrs(o)["cluster"] == "core" and scalar(o["resources"], "cpus") >= 1)
+
+
+def test_tasks_share_one_executor_on_an_agent_which_offers_then_name(cluster, scheduler, executor_command):
+    s = scheduler(cluster.master_url, "executor-share")
+    offer = core_offer(s)
+    agent = offer["agent_id"]["value"]
+    launch(s, offer, [executor_task(f"share-{i}", agent, f"echo {i}", executor_command) for i in range(3)])
+    for i in range(3):
+        st = s.wait_update(f"share-{i}", "TASK_FINISHED", timeout=30)
+        assert st["source"] == "SOURCE_EXECUTOR" and st["executor_id"]["value"] == "plastic"
+    states = [u["state"] for u in s.updates("share-0")]
+    assert states == ["TASK_STARTING", "TASK_RUNNING", "TASK_FINISHED"], states
+    later = s.take_offer(lambda o: o["agent_id"]["value"] == agent and scalar(o["resources"], "cpus") >= 1)
+    assert [e["value"] for e in later.get("executor_ids", [])] == ["plastic"]
+    launch(s, later, [executor_task("share-later", agent, "true", executor_command)])
+    s.wait_update("share-later", "TASK_FINISHED", timeout=30)
+
+
+def test_a_task_reports_what_it_used(cluster, scheduler, executor_command):
+    s = scheduler(cluster.master_url, "executor-usage")
+    offer = core_offer(s)
+    busy = ("python3 -c \"import time; b = bytearray(160 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
+            "t = time.process_time()\nwhile time.process_time() - t < 0.6: pass\"")
+    launch(s, offer, [executor_task("usage-1", offer["agent_id"]["value"], busy, executor_command, mem=256)])
+    st = s.wait_update("usage-1", "TASK_FINISHED", timeout=60)
+    usage = usage_of(st)
+    assert usage is not None, st
+    assert 0.6 <= usage.cpu_s < 5.0, usage  # the loop's 0.6 s, and the interpreter's start
+    assert 160 <= usage.max_rss_mib < 400, usage  # the 160 MiB it touched
+    assert usage.wall_s >= 0.6, usage
+
+
+def test_a_failed_task_says_its_exit_and_its_last_line_of_standard_error(cluster, scheduler, executor_command):
+    s = scheduler(cluster.master_url, "executor-failed")
+    offer = core_offer(s)
+    launch(s, offer, [executor_task("fails-1", offer["agent_id"]["value"], "echo one >&2; echo boom >&2; exit 3",
+                                    executor_command)])
+    st = s.wait_update("fails-1", "TASK_FAILED", timeout=30)
+    assert st["message"] == "Command exited with status 3: boom"
+
+
+def test_a_killed_task_ends_killed(cluster, scheduler, executor_command):
+    s = scheduler(cluster.master_url, "executor-kill")
+    offer = core_offer(s)
+    info = executor_task("kill-1", offer["agent_id"]["value"], "sleep 60 & sleep 61; wait", executor_command)
+    info["kill_policy"] = {"grace_period": {"nanoseconds": 500_000_000}}
+    launch(s, offer, [info])
+    running = s.wait_update("kill-1", "TASK_RUNNING", timeout=30)
+    assert s.call("KILL", kill={"task_id": {"value": "kill-1"}, "agent_id": running["agent_id"]}).status_code == 202
+    killed = s.wait_update("kill-1", "TASK_KILLED", timeout=30)
+    assert killed["message"] == "Command terminated with signal 15"
+
+
+def test_an_idle_executor_leaves_and_its_share_comes_back(cluster, scheduler, executor_command):
+    s = scheduler(cluster.master_url, "executor-idle")
+    offer = core_offer(s)
+    agent = offer["agent_id"]["value"]
+    total = scalar(offer["resources"], "cpus")
+    launch(s, offer, [executor_task("idle-1", agent, "true", f"{executor_command} --idle-seconds 1")])
+    s.wait_update("idle-1", "TASK_FINISHED", timeout=30)
+
+    def whole_agent_offered() -> bool:
+        """Decline every outstanding offer of the agent: the next one holds all it has free."""
+        with s._cond:
+            mine = [oid for oid, o in s.outstanding.items() if o["agent_id"]["value"] == agent]
+            offers = [s.outstanding.pop(oid) for oid in mine]
+        if offers:
+            s.call("DECLINE", decline={"offer_ids": [o["id"] for o in offers], "filters": {"refuse_seconds": 0.0}})
+        o = s.take_offer(lambda o: o["agent_id"]["value"] == agent, timeout=30)
+        s.call("DECLINE", decline={"offer_ids": [o["id"]], "filters": {"refuse_seconds": 0.0}})
+        return not o.get("executor_ids") and scalar(o["resources"], "cpus") >= total
+
+    eventually(whole_agent_offered, timeout=60, interval=0.2, what="the executor to leave and its share to come back")
+
+
+def failure_of(s, executor_id: str) -> dict:
+    ev = s.next("FAILURE", pred=lambda e: e["failure"].get("executor_id", {}).get("value") == executor_id,
+                timeout=30)
+    return ev["failure"]
+
+
+def decoded_data(status: dict) -> dict:
+    return json.loads(base64.b64decode(status["data"])) if status.get("data") else {}
