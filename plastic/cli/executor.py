@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import click
 
-from plastic.cli.watch import setup_logging
 from plastic.core.executor_book import DEFAULT_IDLE_S, DEFAULT_KILL_GRACE_S
 
 
@@ -19,5 +21,6 @@ def executor(idle_seconds: float, kill_grace_seconds: float, verbose: int) -> No
     MESOS_AGENT_ENDPOINT, MESOS_FRAMEWORK_ID, MESOS_EXECUTOR_ID, MESOS_DIRECTORY, ...)."""
     from plastic.executor.shell import main
 
-    setup_logging(verbose)
+    logging.basicConfig(level=logging.WARNING - 10 * min(verbose, 2), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     raise SystemExit(main(idle_seconds, kill_grace_seconds))

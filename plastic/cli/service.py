@@ -73,8 +73,10 @@ def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_r
 @_redis_option
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the outputs go (default: RUN_DIR/out).")
+@click.option("--executor", type=click.Choice(["plastic", "command"]), default="plastic", show_default=True,
+              help="As for `plastic run`: plastic's executor (one per agent) or Mesos' command executor.")
 def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_url: str | None, redis_ca: str | None,
-           outdir: Path | None) -> None:
+           outdir: Path | None, executor: str) -> None:
     """Queue WORKFLOW with JOB for `plastic serve`; prints the run id.
 
     After WORKFLOW [JOB], as for `plastic run`: the workflow's inputs as flags and toil-cwl-runner's options."""
@@ -94,6 +96,7 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
         fields = submission_fields(workflow, job, outdir or Path("."), toil_args)
         if outdir is None:
             fields["outdir"] = ""
+        fields["executor"] = executor
         with store.pipeline() as pipe:
             store.create_run(run_id, fields=fields, pipeline=pipe)
             store.push_submission({"run": run_id}, pipeline=pipe)

@@ -204,8 +204,7 @@ class ExecutorBook:
         task = self.tasks.get(ev.task_id)
         if task is None or task.process != "starting":
             return
-        task.process = "running"
-        self._update(task, "TASK_STARTING", ev.now, out)
+        task.process = "running"  # (no TASK_STARTING: the process runs once it exists; one update less a task)
         self._update(task, "TASK_RUNNING", ev.now, out)
         if task.kill_requested:  # a KILL came while it was being started
             self._signal(task, ev.now, out)

@@ -144,7 +144,8 @@ class Framework(Scheduler):
         self._asker: threading.Thread | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        info: dict[str, Any] = {"name": name, "capabilities": []}
+        # checkpoint: an agent that restarts recovers its tasks, and plastic's executor waits for it meanwhile
+        info: dict[str, Any] = {"name": name, "capabilities": [], "checkpoint": True}
         if framework_id:  # take over a framework of a previous incarnation (a failover)
             info["id"] = {"value": framework_id}
         if role:

@@ -35,7 +35,7 @@ def default_executor_command(environ: Mapping[str, str] | None = None) -> str:
     """This interpreter's `-m plastic.executor` (agents run tasks with the leader's Python at the same
     path, as they run `_toil_worker`), unless $PLASTIC_EXECUTOR_COMMAND says otherwise."""
     given = (environ if environ is not None else os.environ).get(EXECUTOR_COMMAND_ENV, "").strip()
-    return given or f"{shlex.quote(sys.executable)} -m plastic.executor"
+    return given or f"exec {shlex.quote(sys.executable)} -m plastic.executor"  # exec: no shell left waiting
 
 
 @dataclass(frozen=True, slots=True)

@@ -349,6 +349,16 @@ class RunningCluster:
         elif isinstance(eff, ToExecutor):
             self.executor_hosts[eff.agent_id].send(eff.framework_id, eff.executor_id, eff.event)
 
+    def restart_agent(self, agent_id: str, down_s: float) -> bool:
+        """The agent's process restarts (plastic.local.executor_host.ExecutorHost.restart); False if it is dead."""
+        assert self.state is not None
+        agent = self.state.agents.get(agent_id)
+        if agent is None or not agent.connected:
+            return False
+        self.executor_hosts[agent_id].restart(down_s)
+        log.info("agent %s restarts: back in %.1f s", agent_id, down_s)
+        return True
+
     def _on_executor_exit(self, agent_id: str, framework_id: str, executor_id: str, code: int | None) -> None:
         assert self.state is not None
         self.apply(self.state.executor_exited(agent_id, framework_id, executor_id, code, time.time()))

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,7 @@ class ExecutorHost:
         self.shutdown_grace_s = shutdown_grace_s
         self.executors: dict[tuple[str, str], RunningExecutor] = {}
         self.alive = True
+        self.recovering_until = 0.0  # an agent restart: calls are refused (503) until then
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
     # ------------------------------------------------------------ the master's effects
@@ -119,6 +121,15 @@ class ExecutorHost:
         else:
             ex.held.append(event)
 
+    def restart(self, down_s: float) -> None:
+        """The agent's process restarts: executors lose their streams (events for them are held) and their
+        calls are refused until it is back, when they re-subscribe; the executors and tasks live on."""
+        self.recovering_until = time.monotonic() + down_s
+        for ex in self.executors.values():
+            if ex.stream is not None and not ex.stream.ended:
+                ex.stream.push(None)
+                ex.stream.ended = True  # what comes meanwhile is held for the next subscription
+
     def die(self) -> list[int]:
         """The agent's machine dies: every executor's group is SIGKILLed (their tasks are swept by marker)."""
         self.alive = False
@@ -168,6 +179,8 @@ class ExecutorHost:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
+            if time.monotonic() < self.recovering_until:
+                raise ExecutorCallError(503, "Agent has not finished recovery")
             call = check_executor_call(request.method, request.headers.getall("Content-Type", []),
                                        request.headers.getall("Accept", []), await request.read())
             ex = self.executors.get((call["framework_id"]["value"], call["executor_id"]["value"]))

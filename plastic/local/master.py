@@ -69,6 +69,7 @@ def make_app(cluster: RunningCluster) -> web.Application:
     app.router.add_get("/plastic/sandbox", plastic_sandbox)
     app.router.add_post("/plastic/interrupt", plastic_interrupt)
     app.router.add_post("/plastic/kill-agent", plastic_kill_agent)
+    app.router.add_post("/plastic/restart-agent", plastic_restart_agent)
     app.router.add_post("/plastic/shutdown", plastic_shutdown)
     app.router.add_route("*", "/plastic/v1/agents", plastic_agents)
     app.router.add_route("*", "/plastic/v1/agents/{agent_id}", plastic_agent)
@@ -313,6 +314,23 @@ async def plastic_kill_agent(request: web.Request) -> web.Response:
         return _error(exc.status, exc.message)
     running = cluster.kill_agent(agent_id, "killed by operator (no notice)")
     return _json({"killed": agent_id, "tasks": running})
+
+
+async def plastic_restart_agent(request: web.Request) -> web.Response:
+    """The agent's process restarts (its machine and its executors stay): for ``down_seconds`` its executor
+    endpoint answers 503 and its executors' streams are cut; they re-subscribe when it is back."""
+    cluster = _cluster(request)
+    try:
+        body = await _admin_body(request)
+        agent_id = _resolve_agent(cluster, str(body.get("agent_id", "")))
+        down_s = float(body.get("down_seconds", 5.0))
+        if not 0 <= down_s <= 600:
+            raise P.CallError(400, "down_seconds must be within 0..600")
+        if not cluster.restart_agent(agent_id, down_s):
+            raise P.CallError(409, f"agent {agent_id} is dead")
+    except (P.CallError, ValueError, TypeError) as exc:
+        return _error(getattr(exc, "status", 400), getattr(exc, "message", str(exc)))
+    return _json({"restarting": agent_id, "down_seconds": down_s})
 
 
 async def plastic_shutdown(request: web.Request) -> web.Response:

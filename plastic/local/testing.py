@@ -366,6 +366,10 @@ class LocalCluster:
         """The agent dies now, without notice, with all its tasks."""
         self._post("/plastic/kill-agent", {"agent_id": agent_id})
 
+    def restart_agent(self, agent_id: str, down_seconds: float) -> None:
+        """The agent's process restarts and is back after ``down_seconds``; its executors and tasks live on."""
+        self._post("/plastic/restart-agent", {"agent_id": agent_id, "down_seconds": down_seconds})
+
     def sandbox(self, task_id: str, framework_id: str | None = None) -> Path:
         params = {"task_id": task_id} | ({"framework_id": framework_id} if framework_id else {})
         resp = httpx.get(self.master_url + "/plastic/sandbox", params=params, timeout=10.0)

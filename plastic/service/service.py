@@ -184,6 +184,8 @@ class Service:
                  "--run-dir", str(run_dir), "--quiet"]
         if self.master:
             argv += ["--master", self.master]
+        if f.get("executor") in ("plastic", "command"):
+            argv += ["--executor", f["executor"]]
         toil_args = json.loads(f.get("toil_args") or "[]")
         if toil_args:
             argv += ["--", *toil_args]

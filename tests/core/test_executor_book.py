@@ -43,7 +43,7 @@ def updates(out) -> list[tuple[str, str]]:
 
 def running(b: ExecutorBook, task_id: str, now: float = 1.0) -> None:
     assert b.handle(LaunchReceived(task_id, now)) == [StartProcess(task_id)]
-    assert updates(b.handle(ProcessStarted(task_id, now))) == [(task_id, "TASK_STARTING"), (task_id, "TASK_RUNNING")]
+    assert updates(b.handle(ProcessStarted(task_id, now))) == [(task_id, "TASK_RUNNING")]
 
 
 def ack_all(b: ExecutorBook, now: float) -> None:
@@ -134,7 +134,7 @@ def test_a_lost_agent_is_waited_for_and_the_subscription_names_what_is_unacknowl
     assert isinstance(resub, Resubscribe)
     assert resub.unacknowledged_tasks == ("t2",)
     assert [(u.task_id, u.state) for u in resub.unacknowledged_updates] == [
-        ("t1", "TASK_FINISHED"), ("t2", "TASK_STARTING"), ("t2", "TASK_RUNNING")]
+        ("t1", "TASK_FINISHED"), ("t2", "TASK_RUNNING")]
     b.handle(ConnectionLost(2.2))  # the agent is still restarting: backoff doubles
     assert b.next_subscribe_at == 2.2 + 0.2
 

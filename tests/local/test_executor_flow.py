@@ -101,3 +101,23 @@ def test_the_agent_answers_bad_executor_calls_as_mesos_does(cluster, method, hea
     code, _, rest = raw_request(f"http://127.0.0.1:{agent['port']}", method, "/api/v1/executor", body, headers)
     assert code == status
     assert text in rest.decode()
+
+
+def test_an_agent_restart_is_waited_out_and_the_task_ends_once(fresh_cluster, scheduler, executor_command, tmp_path):
+    """Framework checkpointing on: the executor keeps its task through the agent's restart, re-subscribes
+    with what the agent has not acknowledged, and the task's end arrives once."""
+    s = scheduler(fresh_cluster.master_url, "executor-restart", subscribe=False)
+    s.body["subscribe"]["framework_info"]["checkpoint"] = True
+    s.subscribe()
+    offer = core_offer(s)
+    agent = offer["agent_id"]["value"]
+    marker = tmp_path / "restart-marker"
+    launch(s, offer, [executor_task("rs-1", agent, f"sleep 2; echo once >> {marker}", executor_command)])
+    s.wait_update("rs-1", "TASK_RUNNING", timeout=30)
+    (pid,) = _executor_pids(fresh_cluster, agent)
+    fresh_cluster.restart_agent(agent, 4.0)  # the task ends while the agent is away
+    st = s.wait_update("rs-1", "TASK_FINISHED", timeout=60)
+    assert st["source"] == "SOURCE_EXECUTOR"
+    assert _executor_pids(fresh_cluster, agent) == [pid]  # the same executor, through the restart
+    assert [u["state"] for u in s.updates("rs-1")].count("TASK_FINISHED") == 1
+    assert marker.read_text() == "once\n"
