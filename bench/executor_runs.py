@@ -52,10 +52,15 @@ def run_local(example: str, parts: int | None, executor: str, work: Path) -> dic
     return {"ok": True, "wall_s": wall, "makespan_s": report["makespan_s"], "attempts": report["attempts"]}
 
 
+def compose_cmd() -> list[str]:
+    """Compose v2 (`docker compose`) when the CLI has it, else docker-compose 1.29."""
+    v2 = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
+    return ["docker", "compose"] if v2.returncode == 0 else ["docker-compose"]
+
+
 def run_compose(project: str, example: str, parts: int | None, executor: str) -> dict:
     wf, job, *inputs = example_args(example, parts)
-    exec_ = ["docker", "compose", "-p", project, "-f", str(REPO / "docker-compose.yml"), "exec", "-T", "manager",
-             "plastic"]
+    exec_ = [*compose_cmd(), "-p", project, "-f", str(REPO / "docker-compose.yml"), "exec", "-T", "manager", "plastic"]
     out = f"/plastic-runs/bench-{example}-{executor}-{time.monotonic_ns()}"
     t0 = time.monotonic()
     sub = subprocess.run([*exec_, "submit", f"{IN_IMAGE}/{wf}", f"{IN_IMAGE}/{job}", *inputs, "--outdir", out,

@@ -236,7 +236,7 @@ def main() -> int:
                         help="with --master: also run the same tasks through plastic's local cluster and print both")
     parser.add_argument("--executor", choices=("plastic", "command"), default="plastic",
                         help="plastic's executor, one per agent (default), or Mesos' command executor, one per task")
-    parser.add_argument("--executor-command", default=f"exec {sys.executable} -m plastic.executor --idle-seconds 10",
+    parser.add_argument("--executor-command", default=f"exec {sys.executable} -m plastic.executor",
                         help="how agents start plastic's executor (default: this interpreter's)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()

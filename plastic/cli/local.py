@@ -315,6 +315,19 @@ def kill_agent(agent_id: str, port: int, master: str | None) -> None:
     click.echo(f"killed {doc['killed']}")
 
 
+@local_group.command("restart-agent")
+@click.argument("agent_id")
+@click.option("--down-seconds", type=click.FloatRange(0.0, 600.0), default=5.0, show_default=True,
+              help="How long the agent's process is away before it is back.")
+@_port_option
+@_master_option
+def restart_agent(agent_id: str, down_seconds: float, port: int, master: str | None) -> None:
+    """Restart AGENT_ID's process: its executors and their tasks live on and re-subscribe when it is back."""
+    doc = _request("POST", _master_url(port, master) + "/plastic/restart-agent",
+                   json={"agent_id": agent_id, "down_seconds": down_seconds})
+    click.echo(f"{doc['restarting']}: back in {doc['down_seconds']:g} s")
+
+
 @local_group.command("add-agent")
 @click.option("--cluster", "cluster_name", required=True, help="The cluster the agents join (an attribute).")
 @click.option("--cpus", type=click.FloatRange(min=0.0, min_open=True), required=True)

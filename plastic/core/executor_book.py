@@ -20,6 +20,7 @@ send a status update, subscribe again, leave.  What it guarantees:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from uuid import UUID
 
 from plastic.core.executor_messages import (
     TERMINAL_STATES,
@@ -46,6 +47,10 @@ from plastic.core.executor_messages import (
 
 DEFAULT_KILL_GRACE_S = 3.0
 DEFAULT_IDLE_S = 60.0
+# An agent starts an executor for a task it holds, and sends it once the executor has subscribed; a busy
+# agent (hundreds of tasks launched at once on a debug build) took 16 s to (measured on the compose
+# cluster, 2026-11-28).  Until its first task the executor waits at least this long before it leaves.
+FIRST_TASK_WAIT_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,7 @@ class ExecutorBook:
         self.accepted: set[bytes] = set()  # uuids the agent took (202, or carried by a SUBSCRIBE it answered)
         self.resubscribed_with: tuple[bytes, ...] = ()
         self.idle_since: float | None = now
+        self.had_a_task = False
         self.exited: Exit | None = None
 
     def start(self) -> list[ExecutorCommand]:
@@ -146,7 +152,7 @@ class ExecutorBook:
         if self.shutdown_deadline is not None:
             times.append(self.shutdown_deadline)
         if self.idle_since is not None:
-            times.append(self.idle_since + self.settings.idle_s)
+            times.append(self.idle_since + self._idle_limit_s())
         return min(times) if times else None
 
     # ------------------------------------------------------------ the stream
@@ -193,6 +199,7 @@ class ExecutorBook:
         task = ExecutorTask(ev.task_id, ev.grace_s)
         self.tasks[ev.task_id] = task
         self.idle_since = None
+        self.had_a_task = True
         if self.shutting_down or self.giving_up:
             task.process = "gone"
             self._update(task, "TASK_KILLED", ev.now, out, message="the executor is shutting down",
@@ -276,7 +283,9 @@ class ExecutorBook:
     def _update(self, task: ExecutorTask, state: str, now: float, out: list[ExecutorCommand], *,
                 message: str | None = None, reason: str | None = None, usage: Usage | None = None) -> None:
         self._updates_made += 1
-        update = SendUpdate(task.task_id, state, self._uuid_prefix + self._updates_made.to_bytes(8, "big"),
+        # an RFC 4122 version 4 UUID (an agent refuses bytes of an unknown version: "Not a valid UUID")
+        uuid = UUID(bytes=self._uuid_prefix + self._updates_made.to_bytes(8, "big"), version=4).bytes
+        update = SendUpdate(task.task_id, state, uuid,
                             message=message, reason=reason, usage=usage, timestamp=now)
         task.unacknowledged.append(update)
         if state in TERMINAL_STATES:
@@ -343,8 +352,11 @@ class ExecutorBook:
             self.idle_since = None
         elif self.idle_since is None:
             self.idle_since = now
-        elif now >= self.idle_since + self.settings.idle_s:
-            self._exit(0, f"idle for {self.settings.idle_s:g} s", out)
+        elif now >= self.idle_since + self._idle_limit_s():
+            self._exit(0, f"idle for {self._idle_limit_s():g} s", out)
+
+    def _idle_limit_s(self) -> float:
+        return self.settings.idle_s if self.had_a_task else max(self.settings.idle_s, FIRST_TASK_WAIT_S)
 
     def _exit(self, code: int, reason: str, out: list[ExecutorCommand]) -> None:
         self.exited = Exit(code, reason)

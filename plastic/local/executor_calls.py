@@ -32,13 +32,17 @@ def _accepts_json(accept: list[str]) -> bool:
 def check_executor_call(method: str, content_type: list[str], accept: list[str], body: bytes) -> dict[str, Any]:
     """The call, or ExecutorCallError with the status and message a real agent answers."""
     if method != "POST":
-        raise ExecutorCallError(405, f"Expecting one of {{ 'POST' }}, but received '{method}'")
+        raise ExecutorCallError(405, f"405 Method Not Allowed. Expecting one of {{ 'POST' }}, but received '{method}'.")
     if not content_type:
         raise ExecutorCallError(400, "Expecting 'Content-Type' to be present")
     if _media(content_type[0]) != JSON:
         raise ExecutorCallError(415, "Expecting 'Content-Type' of application/json or application/x-protobuf")
     try:
         call = json.loads(body)
+    except json.JSONDecodeError as exc:  # worded as Mesos' parser (picojson) words it
+        near = exc.doc[exc.pos:exc.pos + 20] if isinstance(exc.doc, str) else ""
+        raise ExecutorCallError(400, f"Failed to parse body into JSON: syntax error at line {exc.lineno} near: "
+                                     f"{near}") from None
     except ValueError as exc:
         raise ExecutorCallError(400, f"Failed to parse body into JSON: {exc}") from None
     if not isinstance(call, dict):
@@ -83,9 +87,10 @@ def _validate_update(call: dict[str, Any]) -> str | None:
     if not status.get("uuid"):
         return "Expecting 'uuid' to be present"
     try:
-        if len(base64.b64decode(status["uuid"], validate=True)) != 16:
-            return "Not a valid UUID"
+        raw = base64.b64decode(status["uuid"], validate=True)
     except (binascii.Error, ValueError):
+        return "Not a valid UUID"
+    if len(raw) != 16 or not 1 <= raw[6] >> 4 <= 5:  # as Mesos' UUID::fromBytes: 16 bytes of a known version
         return "Not a valid UUID"
     ex = status.get("executor_id")
     if _has_id(ex) and ex["value"] != call["executor_id"]["value"]:

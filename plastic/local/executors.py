@@ -131,10 +131,13 @@ class ExecutorRegistry:
     def executor_ids_for(self, agent: Agent, framework_id: str) -> list[str]:
         return sorted(e for f, e in agent.executors if f == framework_id)
 
-    def kill_in_executor(self, task: Task, grace_s: float) -> ToExecutor:
-        return ToExecutor(task.agent_id, task.framework_id, task.executor_id or "",
-                          {"type": "KILL", "kill": {"task_id": P.value(task.id),
-                                                    "kill_policy": {"grace_period": P.ns(grace_s)}}})
+    def kill_in_executor(self, task: Task, grace_s: float | None) -> ToExecutor:
+        """KILL to the task's executor; the kill policy only when the call gave one (as a Mesos agent sends it:
+        the executor falls back on the task's own, then on its default)."""
+        kill: dict[str, Any] = {"task_id": P.value(task.id)}
+        if grace_s is not None:
+            kill["kill_policy"] = {"grace_period": P.ns(grace_s)}
+        return ToExecutor(task.agent_id, task.framework_id, task.executor_id or "", {"type": "KILL", "kill": kill})
 
     def shutdown_executors(self, fw_id: str, effects: list) -> None:
         for agent in self.agents.values():

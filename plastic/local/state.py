@@ -467,10 +467,10 @@ class MasterState(ExecutorRegistry, OfferBook):
         if task.terminal or not agent.connected:
             return []
         grace = grace_period(kill_policy)
-        if grace is None:
-            grace = task.kill_grace_s if task.kill_grace_s is not None else self.kill_grace_s
         if task.executor_id:
             return [self.kill_in_executor(task, grace)]
+        if grace is None:
+            grace = task.kill_grace_s if task.kill_grace_s is not None else self.kill_grace_s
         return [Kill(agent.id, fw.id, task_id, grace_s=grace,
                      killing_state=P.TASK_KILLING_STATE in fw.capabilities)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.executor_book import ExecutorBook, ExecutorSettings
+from plastic.core.executor_book import FIRST_TASK_WAIT_S, ExecutorBook, ExecutorSettings
 from plastic.core.executor_messages import (
     TERMINAL_STATES,
     Acknowledged,
@@ -59,7 +59,7 @@ def test_a_task_that_exits_zero_finishes_with_its_usage():
     out = b.handle(ProcessExited("t1", 0, 3.0, usage=usage))
     (update,) = [c for c in out if isinstance(c, SendUpdate)]
     assert (update.state, update.usage, update.message) == ("TASK_FINISHED", usage, "Command exited with status 0")
-    assert len(update.uuid) == 16 and update.uuid.startswith(PREFIX)
+    assert len(update.uuid) == 16 and update.uuid[6] >> 4 == 4 and update.uuid[:6] == PREFIX[:6]
 
 
 def test_a_failed_task_says_the_last_line_of_its_standard_error():
@@ -318,3 +318,13 @@ def test_updates_are_made_in_order_per_task_and_never_after_the_terminal_one(act
         ranks = [order.get(u.state, 2) for u in ups]
         assert ranks == sorted(ranks), (tid, [u.state for u in ups])
         assert sum(r == 2 for r in ranks) == 1, (tid, [u.state for u in ups])
+
+
+def test_before_its_first_task_the_executor_waits_for_a_busy_agent():
+    b = book(idle_s=10.0)
+    assert b.next_deadline() == FIRST_TASK_WAIT_S  # the agent started it for a task it has not sent yet
+    assert b.handle(Ticked(11.0)) == []
+    running(b, "t1", now=20.0)
+    b.handle(ProcessExited("t1", 0, 21.0))
+    ack_all(b, 21.0)
+    assert b.next_deadline() == 31.0  # then its own idle time

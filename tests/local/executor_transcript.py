@@ -37,9 +37,15 @@ def bad_calls(framework_id: str) -> list[tuple[str, list[tuple[str, str]], bytes
         ("POST", JSON, json.dumps({"type": "SUBSCRIBE", **ids}).encode()),
         ("POST", JSON, json.dumps({"type": "UPDATE", **ids, "update": {"status": {
             "task_id": {"value": "t"}, "state": "TASK_RUNNING", "source": "SOURCE_EXECUTOR"}}}).encode()),
-        ("POST", JSON, json.dumps({"type": "UPDATE", **ids, "update": {"status": {
-            "task_id": {"value": "t"}, "state": "TASK_RUNNING", "source": "SOURCE_MASTER",
+        ("POST", JSON, json.dumps({"type": "UPDATE", **ids, "update": {"status": {  # 16 bytes, no version
+            "task_id": {"value": "t"}, "state": "TASK_RUNNING", "source": "SOURCE_EXECUTOR",
             "uuid": "AAAAAAAAAAAAAAAAAAAAAA=="}}}).encode()),
+        ("POST", JSON, json.dumps({"type": "UPDATE", **ids, "update": {"status": {  # a version 4 UUID
+            "task_id": {"value": "t"}, "state": "TASK_RUNNING", "source": "SOURCE_MASTER",
+            "uuid": "AAAAAAAAQACAAAAAAAAAAA=="}}}).encode()),
+        ("POST", JSON, json.dumps({"type": "UPDATE", **ids, "update": {"status": {
+            "task_id": {"value": "t"}, "state": "TASK_STAGING", "source": "SOURCE_EXECUTOR",
+            "uuid": "AAAAAAAAQACAAAAAAAAAAA=="}}}).encode()),
     ]
 
 
