@@ -123,6 +123,7 @@ class Framework(Scheduler):
         self.unplaceable: dict[str, str] = {}
         self.offer_resources: dict[str, dict[str, Mapping[str, Any]]] = {}  # offer id -> name -> resource
         self.offers: dict[str, Mapping[str, Any]] = {}  # offer id -> the offer (its executor ids)
+        self.executor_agents: set[str] = set()  # agents where plastic's executor ran a task of this framework
         self.task_infos = TaskInfoBuilder(executor or executor_kind_from_env(), executor_command)
         self.statuses: dict[str, Mapping[str, Any]] = {}  # uuid -> the status as received (for the ack)
         self.registered_event = threading.Event()
@@ -194,6 +195,10 @@ class Framework(Scheduler):
                 live = [j for j in self.book.live() if j.state is not TaskState.KILLING]
             for job in live:
                 self.kill(job.job_id, wait_s=0)
+            # a framework kept for failover is not torn down: its idle executors would hold their share of
+            # each agent (and keep a whole-node task of the next run waiting) until their idle time ends
+            for agent_id in sorted(self.executor_agents):
+                self.driver.shutdownExecutor({"value": EXECUTOR_ID}, {"value": agent_id})
         try:
             self.driver.stop(failover=failover)
         finally:
@@ -505,6 +510,8 @@ class Framework(Scheduler):
     def statusUpdate(self, driver: Any, status: dict[str, Any]) -> None:
         ev = replace(status_event(status), usage=usage_of(status))  # (what plastic's executor measured)
         with self.lock:
+            if value_of(status.get("executor_id")) == EXECUTOR_ID and ev.agent_id:
+                self.executor_agents.add(ev.agent_id)
             if ev.uuid:
                 self.statuses[ev.uuid] = status
             self.apply(ev)

@@ -219,7 +219,10 @@ def apply_call(state: MasterState, fw: RegisteredFramework, call: dict[str, Any]
         if (info.get("id") or {}).get("value") != fw.id:
             raise _invalid("'framework_id' differs from 'update_framework.framework_info.id'")
         return state.update_framework(fw, info)
-    # SHUTDOWN, MESSAGE, REQUEST, inverse offers, operation feedback: nothing to do without executors/operations.
+    if ctype == "SHUTDOWN":
+        s = call["shutdown"]
+        return state.shutdown_executor(fw, s["agent_id"]["value"], s["executor_id"]["value"])
+    # MESSAGE, REQUEST, inverse offers, operation feedback: nothing to do without operations.
     return []
 
 

@@ -139,6 +139,13 @@ class ExecutorRegistry:
             kill["kill_policy"] = {"grace_period": P.ns(grace_s)}
         return ToExecutor(task.agent_id, task.framework_id, task.executor_id or "", {"type": "KILL", "kill": kill})
 
+    def shutdown_executor(self, fw: RegisteredFramework, agent_id: str, executor_id: str) -> list:
+        """SHUTDOWN from the framework: the executor kills its tasks and leaves (an unknown one: nothing)."""
+        agent = self.agents.get(agent_id)
+        if agent is None or not agent.connected or (fw.id, executor_id) not in agent.executors:
+            return []
+        return [ToExecutor(agent_id, fw.id, executor_id, {"type": "SHUTDOWN"})]
+
     def shutdown_executors(self, fw_id: str, effects: list) -> None:
         for agent in self.agents.values():
             for (f, ex_id) in list(agent.executors):

@@ -111,3 +111,13 @@ def test_a_task_asking_for_the_whole_agent_gives_the_executor_its_share():
     launch = d.of("launchTasks")[-1]
     assert launch[1][0] == {"value": "o2"}
     assert {r["name"]: r["scalar"]["value"] for r in launch[1][1][0]["resources"]} == {"cpus": 3.99, "mem": 8160.0}
+
+
+def test_stopping_shuts_down_the_executors_a_failover_framework_leaves_behind():
+    fw, d, ended = make()
+    fw.issue("7", TaskCommand("true"), Resources(1, 256), RELIABLE)
+    fw.resourceOffers(d, [offer("o1", "a1", 4, 8192)])
+    fw.statusUpdate(d, {"task_id": {"value": "7.1"}, "state": "TASK_FINISHED", "agent_id": {"value": "a1"},
+                        "uuid": "u1", "executor_id": {"value": "plastic"}, "source": "SOURCE_EXECUTOR"})
+    fw.stop(failover=True)
+    assert [c[1] for c in d.of("shutdownExecutor")] == [({"value": "plastic"}, {"value": "a1"})]

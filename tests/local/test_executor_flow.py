@@ -121,3 +121,17 @@ def test_an_agent_restart_is_waited_out_and_the_task_ends_once(fresh_cluster, sc
     assert _executor_pids(fresh_cluster, agent) == [pid]  # the same executor, through the restart
     assert [u["state"] for u in s.updates("rs-1")].count("TASK_FINISHED") == 1
     assert marker.read_text() == "once\n"
+
+
+def test_the_framework_shuts_its_executor_down(fresh_cluster, scheduler, executor_command):
+    s = scheduler(fresh_cluster.master_url, "executor-shutdown")
+    offer = core_offer(s)
+    agent = offer["agent_id"]["value"]
+    launch(s, offer, [executor_task("sd-1", agent, "sleep 60", executor_command)])
+    s.wait_update("sd-1", "TASK_RUNNING", timeout=30)
+    (pid,) = _executor_pids(fresh_cluster, agent)
+    assert s.call("SHUTDOWN", shutdown={"executor_id": {"value": "plastic"},
+                                        "agent_id": {"value": agent}}).status_code == 202
+    killed = s.wait_update("sd-1", "TASK_KILLED", timeout=30)
+    assert killed["reason"] == "REASON_EXECUTOR_TERMINATED"
+    eventually(lambda: not pid_alive(pid), timeout=30, what="the executor to leave")
