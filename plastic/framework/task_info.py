@@ -24,6 +24,7 @@ EXECUTOR_KINDS: tuple[str, ...] = ("plastic", "command")
 EXECUTOR_ENV = "PLASTIC_EXECUTOR"  # plastic | command: what `plastic run --executor` passes to the leader
 EXECUTOR_COMMAND_ENV = "PLASTIC_EXECUTOR_COMMAND"  # how agents start plastic's executor
 EXECUTOR_ID = "plastic"
+IMAGE_BIN = "/opt/plastic/bin"  # where plastic's images (deploy/plastic/Dockerfile) install it
 
 
 def executor_kind_from_env(environ: Mapping[str, str] | None = None) -> ExecutorKind:
@@ -32,10 +33,15 @@ def executor_kind_from_env(environ: Mapping[str, str] | None = None) -> Executor
 
 
 def default_executor_command(environ: Mapping[str, str] | None = None) -> str:
-    """This interpreter's `-m plastic.executor` (agents run tasks with the leader's Python at the same
-    path, as they run `_toil_worker`), unless $PLASTIC_EXECUTOR_COMMAND says otherwise."""
+    """This interpreter's `-m plastic.executor` where the agent has it (agents run tasks with plastic at
+    the leader's paths, as they run `_toil_worker`), else `plastic executor` from the agent's PATH (a
+    leader outside the cluster's image, e.g. on the host of the compose cluster); $PLASTIC_EXECUTOR_COMMAND
+    says otherwise.  `exec`: no shell is left waiting."""
     given = (environ if environ is not None else os.environ).get(EXECUTOR_COMMAND_ENV, "").strip()
-    return given or f"exec {shlex.quote(sys.executable)} -m plastic.executor"  # exec: no shell left waiting
+    python = shlex.quote(sys.executable)
+    # (a Mesos agent gives executors a PATH of its own, without plastic's images' /opt/plastic/bin)
+    return given or (f"if [ -x {python} ]; then exec {python} -m plastic.executor; "
+                     f"else PATH=\"$PATH:{IMAGE_BIN}\" exec plastic executor; fi")
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,3 +121,14 @@ def test_stopping_shuts_down_the_executors_a_failover_framework_leaves_behind():
                         "uuid": "u1", "executor_id": {"value": "plastic"}, "source": "SOURCE_EXECUTOR"})
     fw.stop(failover=True)
     assert [c[1] for c in d.of("shutdownExecutor")] == [({"value": "plastic"}, {"value": "a1"})]
+
+
+def test_agents_start_the_executor_with_the_leaders_python_or_their_own_plastic():
+    import sys
+
+    from plastic.framework.task_info import default_executor_command
+
+    command = default_executor_command({})
+    assert command.startswith(f"if [ -x {sys.executable} ]; then exec {sys.executable} -m plastic.executor; ")
+    assert command.endswith('else PATH="$PATH:/opt/plastic/bin" exec plastic executor; fi')
+    assert default_executor_command({"PLASTIC_EXECUTOR_COMMAND": "exec my-executor"}) == "exec my-executor"
