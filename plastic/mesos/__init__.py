@@ -7,7 +7,8 @@ master URL resolution (including ``zk://``) in masters.py, operator API calls
 in operator.py, RecordIO framing in recordio.py.
 """
 
-from plastic.mesos.driver import DriverStatus, MesosSchedulerDriver
+from typing import Any
+
 from plastic.mesos.errors import (
     DriverNotRunningError,
     DriverQueueFullError,
@@ -31,3 +32,13 @@ __all__ = [
     "OfferExpiredError",
     "Scheduler",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The driver, loaded on first use: plastic's executor reads RecordIO from this package and needs
+    neither the driver nor httpx (a sixth of a second of its start on every agent)."""
+    if name in ("DriverStatus", "MesosSchedulerDriver"):
+        from plastic.mesos import driver
+
+        return getattr(driver, name)
+    raise AttributeError(f"module 'plastic.mesos' has no attribute {name!r}")
