@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.chaos.harness import ITEMS, N_TASKS, ChaosRun, Result, plastic_env
+from tests.chaos.harness import ITEMS, N_TASKS, ChaosRun, Result, plastic_env, write_job
 from tests.waiting import eventually
 
 pytest.importorskip("toil")
@@ -168,8 +168,15 @@ class KillAndFlood:
     notices: list  # the notices stream
 
 
+# The kill-and-flood run's tasks sleep this long (the other chaos runs': SECONDS, 2).  After the kill it
+# starts three watchers and then interrupts another busy agent; since tasks run through plastic's
+# executor the 2 s run ended (26 s in all) before a loaded machine had the watchers up, and the flood
+# met a cluster that had stopped (make test, 2026-11-29).  4 s gives that window twice the time.
+KILL_AND_FLOOD_SECONDS = 4
+
+
 @pytest.fixture(scope="module")
-def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
+def kill_and_flood(tmp_path_factory, chaos_plan) -> KillAndFlood:
     from plastic.run.events import EventFollower
     from plastic.store import Store, start_embedded
 
@@ -177,12 +184,13 @@ def kill_and_flood(tmp_path_factory, chaos_job, chaos_plan) -> KillAndFlood:
     server = start_embedded(tmp / "redis")  # the run's Redis, given with --redis, so the test can read it
     client = server.client()
     store = Store(client)
-    run = ChaosRun(tmp, chaos_job, chaos_plan, "--redis", server.url)
+    job = write_job(tmp / "job.yml", ITEMS, KILL_AND_FLOOD_SECONDS)
+    run = ChaosRun(tmp, job, chaos_plan, "--redis", server.url)
     watchers: list[subprocess.Popen] = []
     published: list[tuple[str, str | None]] = []
     try:
         run.wait_for("a few finished tasks", lambda: run.finished_count() >= 8)
-        # a task lasts 2 s: on a loaded machine the agent's tasks can end between the status read and the
+        # a task lasts 4 s: on a loaded machine the agent's tasks can end between the status read and the
         # kill, so the kill is tried again on another busy agent until it takes a task with it
         empty_kills: set[str] = set()
         for _ in range(4):
