@@ -277,6 +277,7 @@ class ExecutorBook:
             return
         task.unacknowledged = kept
         task.acknowledged_any = True
+        self.accepted.discard(ev.uuid)  # (only unacknowledged updates are looked up there)
         if task.terminal_sent and not task.unacknowledged:
             del self.tasks[ev.task_id]
 

@@ -74,7 +74,7 @@ class TaskProcesses:
             task.pidfd = os.pidfd_open(proc.pid)
             loop.add_reader(task.pidfd, self._reap, task)
         except OSError:  # no pidfd: a blocking wait4 on a thread
-            loop.run_in_executor(None, self._wait_blocking, task)
+            loop.run_in_executor(None, self._wait_blocking, task, loop)
 
     def signal(self, task_id: str, sig: int) -> None:
         task = self.running.get(task_id)
@@ -93,9 +93,9 @@ class TaskProcesses:
             return  # not yet (a spurious wake-up)
         self._ended(task, status, rusage)
 
-    def _wait_blocking(self, task: RunningTask) -> None:
-        _, status, rusage = os.wait4(task.pid, 0)
-        asyncio.get_event_loop().call_soon_threadsafe(self._ended, task, status, rusage)
+    def _wait_blocking(self, task: RunningTask, loop: asyncio.AbstractEventLoop) -> None:
+        _, status, rusage = os.wait4(task.pid, 0)  # (on a thread: it has no event loop of its own)
+        loop.call_soon_threadsafe(self._ended, task, status, rusage)
 
     def _ended(self, task: RunningTask, status: int, rusage: resource.struct_rusage | None) -> None:
         if task.pidfd is not None:

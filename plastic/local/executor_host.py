@@ -220,19 +220,7 @@ class ExecutorHost:
         for event in held:
             stream.push(frame(event))
         try:
-            while True:
-                while not stream.queue:
-                    stream.wakeup.clear()
-                    await stream.wakeup.wait()
-                record = stream.queue.popleft()
-                if record is None:
-                    stream.ended = True
-                    await resp.write_eof()
-                    break
-                await resp.write(record)
-        except (ConnectionError, asyncio.CancelledError):
-            stream.ended = True
-            raise
+            await stream.pump(resp)
         finally:
             if ex.stream is stream:
                 ex.stream = None

@@ -128,9 +128,6 @@ class ExecutorRegistry:
         self._send(fw, P.executor_failure_event(agent_id, executor_id, status), effects)
         return effects
 
-    def executor_ids_for(self, agent: Agent, framework_id: str) -> list[str]:
-        return sorted(e for f, e in agent.executors if f == framework_id)
-
     def kill_in_executor(self, task: Task, grace_s: float | None) -> ToExecutor:
         """KILL to the task's executor; the kill policy only when the call gave one (as a Mesos agent sends it:
         the executor falls back on the task's own, then on its default)."""

@@ -138,19 +138,7 @@ async def _subscribe(request: web.Request, cluster: RunningCluster,
     cluster.apply(effects)
     heartbeat = asyncio.get_running_loop().create_task(_heartbeats(stream, state.heartbeat_s))
     try:
-        while True:
-            while not stream.queue:
-                stream.wakeup.clear()
-                await stream.wakeup.wait()
-            record = stream.queue.popleft()
-            if record is None:
-                stream.ended = True
-                await resp.write_eof()
-                break
-            await resp.write(record)
-    except (ConnectionError, asyncio.CancelledError):
-        stream.ended = True
-        raise
+        await stream.pump(resp)
     finally:
         heartbeat.cancel()
         cluster.streams.pop(stream_id, None)

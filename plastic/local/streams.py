@@ -23,6 +23,24 @@ class Stream:
         self.queue.append(record)
         self.wakeup.set()
 
+    async def pump(self, resp: Any) -> None:
+        """Write the queued records to ``resp`` (an aiohttp StreamResponse) as they come, until None ends
+        the stream (terminating chunk); a connection gone or a cancelled handler ends it too."""
+        try:
+            while True:
+                while not self.queue:
+                    self.wakeup.clear()
+                    await self.wakeup.wait()
+                record = self.queue.popleft()
+                if record is None:
+                    self.ended = True
+                    await resp.write_eof()
+                    return
+                await resp.write(record)
+        except (ConnectionError, asyncio.CancelledError):
+            self.ended = True
+            raise
+
 
 def frame(event: dict[str, Any]) -> bytes:
     """One event as one RecordIO record of compact JSON, as a real master writes it."""

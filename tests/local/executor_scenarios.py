@@ -5,14 +5,9 @@ Mesos 1.11 agents (where they disagree, the local cluster is wrong)."""
 
 from __future__ import annotations
 
-import base64
-import json
-
 from plastic.executor.protocol import executor_info, task_data, usage_of
 from tests.local.rawmesos import attrs, scalar, task_info
 from tests.waiting import eventually
-
-CORE = staticmethod(lambda o: attrs(o)["cluster"] == "core")
 
 
 def executor_task(task_id: str, agent_id: str, command: str, executor_command: str, *, cpus: float = 0.1,
@@ -110,6 +105,3 @@ def failure_of(s, executor_id: str) -> dict:
                 timeout=30)
     return ev["failure"]
 
-
-def decoded_data(status: dict) -> dict:
-    return json.loads(base64.b64decode(status["data"])) if status.get("data") else {}
