@@ -4,10 +4,10 @@
 Every service uses the host's network (Mesos' libprocess then advertises 127.0.0.1 and traffic
 stays on loopback), so each gets its own port: ZooKeeper 2181, the Mesos master 5050, agents from
 5051, Redis 6380, a spot agent's instance-metadata emulator on 8781 + the agent's offset from 5051
-(agent 5052, emulator 8782).  A spot agent is three
-services: the Mesos agent under `plastic spot-run` (it dies at its interruption time, as an
-instance would), `<agent>-imds` (`plastic imds serve`) and `<agent>-watch` (`plastic agent-watch`,
-publishing notices into the cluster's Redis).  One folder of the host, ./compose-runs, is mounted at
+(agent 5052, emulator 8782).  A spot agent is three services: the Mesos agent under `plastic
+spot-run` (it dies at its interruption time, as an instance would; a crashed agent is started again
+a second later and its executors keep their tasks), `<agent>-imds` (`plastic imds serve`) and
+`<agent>-watch` (`plastic agent-watch`, publishing notices into the cluster's Redis).  One folder of the host, ./compose-runs, is mounted at
 /plastic-runs in every container: job stores, run directories and outputs are at the same path
 for the manager and the agents, and outputs appear on the host.
 """
@@ -95,7 +95,8 @@ def agent_services(agents: Sequence[tuple[str, AgentSpec]], *, first: int = 0) -
         }
         if spec.preemptible:
             imds_url = f"http://127.0.0.1:{imds_port(port)}"
-            service["command"] = ["plastic", "spot-run", "--imds", imds_url, "--", *agent]
+            service["command"] = ["plastic", "spot-run", "--imds", imds_url, "--restart-seconds", "1", "--",
+                                  *agent]
             service["depends_on"] = _healthy("master", f"{name}-imds")
             service["restart"] = "no"  # an interrupted spot machine does not come back
             out[name] = service

@@ -67,9 +67,12 @@ def imds_interrupt(url: str, notice_seconds: str, rebalance_only: bool) -> None:
 @click.option("--imds", "imds", metavar="URL", default="http://169.254.169.254", show_default=True,
               help="The instance metadata service.")
 @click.option("--interval", metavar="SECONDS", default="1", show_default=True, help="Poll IMDS this often.")
+@click.option("--restart-seconds", metavar="SECONDS", default=None,
+              help="Start COMMAND again this long after it exits on its own, as a machine's init restarts a "
+                   "crashed agent (its executors keep running).  [default: end with COMMAND]")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def spot_run(imds: str, interval: str, verbose: int, command: tuple[str, ...]) -> None:
+def spot_run(imds: str, interval: str, restart_seconds: str | None, verbose: int, command: tuple[str, ...]) -> None:
     """Run COMMAND (a spot machine's Mesos agent) and kill it when the instance-action time comes,
     as the interruption would take the machine; exits 137 then, else with COMMAND's code."""
     import shutil
@@ -78,12 +81,13 @@ def spot_run(imds: str, interval: str, verbose: int, command: tuple[str, ...]) -
     from plastic.watch.spot_run import run_until_interrupted
 
     interval_s = seconds_value(interval, "--interval")
+    restart_s = None if restart_seconds is None else seconds_value(restart_seconds, "--restart-seconds", allow_zero=True)
     base = imds_url_value(imds)
     if shutil.which(command[0]) is None:
         raise InputError(f"no such command: {command[0]!r}", source="COMMAND")
     setup_logging(verbose)
     client = ImdsClient(base)
     try:
-        sys.exit(run_until_interrupted(command, client, interval_s=interval_s))
+        sys.exit(run_until_interrupted(command, client, interval_s=interval_s, restart_delay_s=restart_s))
     finally:
         client.close()

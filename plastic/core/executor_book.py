@@ -182,7 +182,11 @@ class ExecutorBook:
         if not self._waits_for_agent():
             self._give_up(now, "the agent went away and the framework does not checkpoint", out)
             return
-        self.backoff_s = min(max(self.backoff_s * 2, 0.1), max(self.settings.subscription_backoff_max_s, 0.1))
+        # The agent's window for executors to re-subscribe after its restart is as long as the backoff
+        # maximum it gives (both are its --executor_reregistration_timeout): waiting at most half of it
+        # between tries puts two tries in that window, whatever the time each try takes.
+        cap_s = max(self.settings.subscription_backoff_max_s / 2, 0.1)
+        self.backoff_s = min(max(self.backoff_s * 2, 0.1), cap_s)
         self.next_subscribe_at = now + self.backoff_s
 
     def _resubscribe(self) -> Resubscribe:

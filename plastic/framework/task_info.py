@@ -67,9 +67,8 @@ class TaskInfoBuilder:
               offered: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The TaskInfos for `tasks` placed on `offer` (offered: its resources by name, roles kept)."""
         shares = [TaskShare(t.cpus, t.ram_mib) for t in tasks]
-        if self.kind == "plastic":
-            running = EXECUTOR_ID in [e.get("value") for e in offer.get("executor_ids") or ()]
-            shares = fit_launch(_amount(offered, "cpus"), _amount(offered, "mem"), shares, running)
+        starts = self.kind == "plastic" and EXECUTOR_ID not in [e.get("value") for e in offer.get("executor_ids") or ()]
+        shares = fit_launch(_amount(offered, "cpus"), _amount(offered, "mem"), shares, starts)
         return [self._info(t, s, offered) for t, s in zip(tasks, shares, strict=True)]
 
     def _info(self, task: TaskSpec, share: TaskShare, offered: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

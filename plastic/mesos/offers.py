@@ -77,13 +77,13 @@ def agent_from_offer(offer: Mapping[str, Any], capacity: Resources | None = None
 
 def offer_of(offer: Mapping[str, Any], executor_id: str | None = None) -> Offer:
     """An OFFERS entry: its id, its agent (capacity: what it offers now) and what it offers; with the
-    framework's executor (``executor_id``) running on the agent, its share counts as offered
-    (plastic.core.executor_share: the tasks of a launch take it back)."""
-    available = resources_of(offer.get("resources"))
-    if executor_id and executor_id in [value_of(e) for e in offer.get("executor_ids") or ()]:
-        s = _scalars(offer.get("resources"))
-        share = usable(s.get("cpus", 0.0), s.get("mem", 0.0), True)
-        available = Resources(int(math.floor(share.cpus + 1e-9)), int(math.floor(share.ram_mib + 1e-9)))
+    framework's executor (``executor_id``) running on the agent, its share counts as offered, and so
+    do a few other frameworks' executors' (plastic.core.executor_share: the tasks of a launch take them
+    back)."""
+    running = bool(executor_id) and executor_id in [value_of(e) for e in offer.get("executor_ids") or ()]
+    s = _scalars(offer.get("resources"))
+    share = usable(s.get("cpus", 0.0), s.get("mem", 0.0), running)
+    available = Resources(int(math.floor(share.cpus + 1e-9)), int(math.floor(share.ram_mib + 1e-9)))
     return Offer(value_of(offer.get("id")) or "", agent_from_offer(offer, available), available)
 
 

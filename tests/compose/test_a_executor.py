@@ -11,6 +11,7 @@ from tests.local.executor_scenarios import (  # noqa: F401  (collected here, aga
     test_a_killed_task_ends_killed,
     test_a_task_reports_what_it_used,
     test_an_idle_executor_leaves_and_its_share_comes_back,
+    test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task,
     test_tasks_share_one_executor_on_an_agent_which_offers_then_name,
 )
 from tests.local.rawmesos import scheduler  # noqa: F401  (fixture)

@@ -15,39 +15,20 @@ import pytest
 
 from plastic.compose import imds_port
 from tests.clirun import REPO
-from tests.compose.helpers import RUNS, master_state, master_tasks
+from tests.compose.helpers import (
+    RUNS,
+    busy_spot_agent,
+    decisions,
+    long_job,
+    master_state,
+    master_tasks,
+    submit,
+    wait_run,
+)
 from tests.waiting import eventually
 
 EXAMPLES = REPO / "cwl-examples"
 IN_IMAGE = "/opt/plastic-examples"
-FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
-
-
-def submit(cluster, workflow: str, job: str, outdir: str, *toil: str) -> str:
-    res = cluster.plastic("submit", workflow, job, "--outdir", outdir, *toil)
-    return res.stdout.strip().splitlines()[-1]
-
-
-def status(cluster, run_id: str) -> dict:
-    return json.loads(cluster.plastic("status", run_id, "--format", "json").stdout)
-
-
-def wait_run(cluster, run_id: str, timeout: float = 900) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            st = status(cluster, run_id)
-        except AssertionError:  # the manager is restarting
-            st = {"state": "?"}
-        if st["state"] in FINAL:
-            return st
-        assert time.monotonic() < deadline, f"run {run_id} still {st} after {timeout} s"
-        time.sleep(2)
-
-
-def decisions(run_id: str) -> list[dict]:
-    path = RUNS / "runs" / run_id / "decisions.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def check_outputs(example: str, outdir: Path) -> None:
@@ -90,30 +71,6 @@ def test_examples_through_the_manager_and_reliable_steps_on_the_core_agent(clust
             assert agents[d["agent_id"]]["cluster"] == "core" and agents[d["agent_id"]]["preemptible"] == "false", d
             checked += 1
     assert checked >= 1 or not reliable
-
-
-def long_job(tmp: Path, seconds: int, items: int) -> str:
-    """The chaos tests' square-sum workflow with sleeping tasks, copied where the manager sees it."""
-    src = REPO / "tests" / "chaos" / "data" / "square-sum"
-    dst = RUNS / "square-sum"
-    dst.mkdir(exist_ok=True)
-    for f in src.iterdir():
-        if f.suffix in (".cwl", ".yml", ".yaml"):
-            (dst / f.name).write_text(f.read_text())
-    (dst / "job.yml").write_text("items: [" + ", ".join(str(i) for i in range(1, items + 1)) + f"]\nseconds: {seconds}\n")
-    return "/plastic-runs/square-sum"
-
-
-def busy_spot_agent(exclude: set[str] = frozenset()) -> dict | None:
-    state = master_state()
-    running = {}
-    for fw in state["frameworks"]:
-        for t in fw["tasks"]:
-            if t["state"] == "TASK_RUNNING":
-                running[t["slave_id"]] = running.get(t["slave_id"], 0) + 1
-    spot = [a for a in state["slaves"] if str(a["attributes"].get("preemptible")) == "true"
-            and running.get(a["id"]) and a["attributes"]["cluster"] not in exclude]
-    return max(spot, key=lambda a: running[a["id"]]) if spot else None
 
 
 def test_a_spot_interruption_requeues_the_agents_tasks_and_the_run_completes(cluster, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -137,6 +138,20 @@ def test_a_lost_agent_is_waited_for_and_the_subscription_names_what_is_unacknowl
         ("t1", "TASK_FINISHED"), ("t2", "TASK_RUNNING")]
     b.handle(ConnectionLost(2.2))  # the agent is still restarting: backoff doubles
     assert b.next_subscribe_at == 2.2 + 0.2
+
+
+def test_retries_come_at_least_twice_in_the_agents_window_for_re_subscription():
+    """A restarted agent waits its --executor_reregistration_timeout for executors, the same value it
+    gives them as MESOS_SUBSCRIPTION_BACKOFF_MAX: tries at most half of it apart land twice in it."""
+    b = book(checkpoint=True, recovery_timeout_s=60.0, subscription_backoff_max_s=2.0)
+    running(b, "t1")
+    now, gaps = 1.0, []
+    for _ in range(12):
+        b.handle(ConnectionLost(now))
+        gaps.append(b.next_subscribe_at - now)
+        now = b.next_subscribe_at
+    assert gaps[:4] == pytest.approx([0.1, 0.2, 0.4, 0.8])
+    assert max(gaps) == pytest.approx(1.0)
 
 
 def test_an_agent_gone_past_the_recovery_timeout_ends_every_task():

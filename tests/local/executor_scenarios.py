@@ -6,6 +6,8 @@ Mesos 1.11 agents (where they disagree, the local cluster is wrong)."""
 from __future__ import annotations
 
 from plastic.executor.protocol import executor_info, task_data, usage_of
+from plastic.framework.task_info import EXECUTOR_ID, TaskInfoBuilder, TaskSpec
+from plastic.mesos.offers import offer_of
 from tests.local.rawmesos import attrs, scalar, task_info
 from tests.waiting import eventually
 
@@ -105,3 +107,31 @@ def failure_of(s, executor_id: str) -> dict:
                 timeout=30)
     return ev["failure"]
 
+
+
+def test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task(cluster, scheduler, executor_command):
+    """A concurrent run's idle executor holds 0.01 cpu of an agent: plastic's offer reading still sees the
+    whole agent and its launch declares what is left, which the master takes (no waiting a minute for
+    the neighbour to leave)."""
+    a = scheduler(cluster.master_url, "executor-neighbour")
+    offer = core_offer(a)
+    agent = offer["agent_id"]["value"]
+    total = scalar(offer["resources"], "cpus")
+    launch(a, offer, [executor_task("neighbour-1", agent, "true", f"{executor_command} --idle-seconds 600")])
+    a.wait_update("neighbour-1", "TASK_FINISHED", timeout=30)
+    assert a.call("SUPPRESS").status_code == 202  # framework a keeps its executor there and wants nothing
+    with a._cond:
+        held = [a.outstanding.pop(oid) for oid in list(a.outstanding)]
+    if held:
+        a.call("DECLINE", decline={"offer_ids": [o["id"] for o in held], "filters": {"refuse_seconds": 600.0}})
+    b = scheduler(cluster.master_url, "executor-whole-agent")
+    seen = b.take_offer(lambda o: o["agent_id"]["value"] == agent and not o.get("executor_ids")
+                        and total - 0.02 < scalar(o["resources"], "cpus") < total, timeout=60)
+    placed = offer_of(seen, EXECUTOR_ID)
+    assert placed.available.vcpus == int(total), placed  # the whole agent, for a placer of whole vcpus
+    spec = TaskSpec(name="whole", task_id="whole-1", agent_id=agent, cpus=placed.available.vcpus, ram_mib=256,
+                    command="true", environment={}, labels=())
+    offered = {r["name"]: r for r in seen["resources"]}
+    infos = TaskInfoBuilder("plastic", executor_command).infos([spec], seen, offered)
+    launch(b, seen, infos)
+    assert b.wait_update("whole-1", "TASK_FINISHED", timeout=60)["state"] == "TASK_FINISHED"

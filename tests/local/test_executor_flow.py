@@ -21,6 +21,7 @@ from tests.local.executor_scenarios import (  # collected here too: they run aga
     test_a_killed_task_ends_killed,  # noqa: F401
     test_a_task_reports_what_it_used,  # noqa: F401
     test_an_idle_executor_leaves_and_its_share_comes_back,  # noqa: F401
+    test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task,  # noqa: F401
     test_tasks_share_one_executor_on_an_agent_which_offers_then_name,  # noqa: F401
 )
 from tests.local.rawmesos import raw_request

@@ -107,9 +107,52 @@ def test_spot_run_passes_sigterm_on_and_ends_with_the_commands_code(imds):
             run.wait(10)
 
 
+def _zombie_or_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_spot_run_restarts_a_crashed_agent_and_reaps_the_executors_it_left(imds, tmp_path):
+    """The agent (here a shell) starts an "executor" in a session of its own and is SIGKILLed: spot-run
+    starts the agent again, the executor keeps running as spot-run's child (its subreaper), and when
+    the executor exits spot-run reaps it: no zombie left for a recovering agent to take for alive."""
+    agents, executor = tmp_path / "agents", tmp_path / "executor"
+    script = (f"echo $$ >> {agents}; if [ ! -s {executor} ]; then setsid sh -c 'echo $$ > {executor}; "
+              f"exec sleep 600' & fi; exec sleep 600")
+    run = subprocess.Popen([*PLASTIC, "spot-run", "--imds", imds, "--interval", "0.1", "--restart-seconds", "0.2",
+                            "--", "sh", "-c", script], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+
+    def pids(path) -> list[int]:
+        return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+    try:
+        first = eventually(lambda: pids(agents) and pids(executor) and pids(agents)[0], 20, "the agent and its executor",
+                           alive=run)
+        (worker,) = pids(executor)
+        os.kill(first, signal.SIGKILL)
+        eventually(lambda: len(pids(agents)) == 2, 20, "spot-run to start the agent again", alive=run)
+        assert not _zombie_or_gone(worker), "the executor went with its agent"
+        with open(f"/proc/{worker}/stat") as f:
+            assert int(f.read().rsplit(")", 1)[1].split()[1]) == run.pid  # spot-run adopted it
+        os.kill(worker, signal.SIGTERM)
+        eventually(lambda: not os.path.exists(f"/proc/{worker}"), 20, "spot-run to reap the executor", alive=run)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(20) == 128 + signal.SIGTERM  # a stop is not restarted
+        assert "starting it again" in run.stderr.read()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(10)
+
+
 @pytest.mark.parametrize(("args", "needles"), [
     (["spot-run", "--imds", "ftp://x", "--", "true"], ["--imds"]),
     (["spot-run", "--interval", "0", "--", "true"], ["--interval", "> 0"]),
+    (["spot-run", "--restart-seconds", "soon", "--", "true"], ["--restart-seconds", "not a number"]),
     (["spot-run", "--", "no-such-command-here"], ["COMMAND", "no such command"]),
     (["imds", "interrupt", "http://127.0.0.1:9"], ["URL", "no answer"]),
     (["imds", "interrupt", "http://127.0.0.1:9", "--notice-seconds", "-1"], ["--notice-seconds", ">= 0"]),
