@@ -65,6 +65,25 @@ def _cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+MESOS_PROCESSES = ("mesos-master", "mesos-agent")
+
+
+def _named_cpu_seconds(names: tuple[str, ...] = MESOS_PROCESSES) -> dict[str, float]:
+    """utime+stime of every process of this host (containers' included) named as in ``names``, by name:
+    a real master's and its agents' own CPU (their executors and tasks are other processes)."""
+    out = dict.fromkeys(names, 0.0)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        if name in out:
+            fields = text.rsplit(")", 1)[1].split()
+            out[name] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def _machine() -> str:
     return f"{platform.node()}: {os.cpu_count()} cpus ({cpu_model()}), Python {platform.python_version()}, {platform.system()} {platform.release()}"
 
@@ -170,12 +189,14 @@ def run(args: argparse.Namespace, master: str | None = None) -> dict[str, Any]:
                                       url, sender_threads=args.sender_threads)
         cpu_self0 = time.process_time()
         cpu_cluster0 = _cpu_seconds(cluster.pid) if cluster else float("nan")
+        cpu_mesos0 = _named_cpu_seconds()
         t0 = time.perf_counter()
         driver.start()
         completed = sched.done.wait(args.timeout)
         t_end = sched.last_finished_ack_at or time.perf_counter()
         cpu_self = time.process_time() - cpu_self0
         cpu_cluster = _cpu_seconds(cluster.pid) - cpu_cluster0 if cluster else float("nan")
+        cpu_mesos = {k: v - cpu_mesos0[k] for k, v in _named_cpu_seconds().items()}
         driver.stop()
     wall = t_end - t0
     launch_window = (sched.last_accept_at - sched.first_offer_at) if sched.first_offer_at else float("nan")
@@ -202,6 +223,8 @@ def run(args: argparse.Namespace, master: str | None = None) -> dict[str, Any]:
         "acknowledge_calls": sched.ack_calls,
         "cpu_s_driver_process": round(cpu_self, 2),
         "cpu_s_cluster_process": None if cpu_cluster != cpu_cluster else round(cpu_cluster, 2),
+        # a real master's and agents' processes (with --master on this host; 0 for a remote one)
+        "cpu_ms_per_task_mesos": {k: round(v * 1000 / max(sched.finished, 1), 2) for k, v in cpu_mesos.items()},
     }
 
 
@@ -219,6 +242,9 @@ def print_result(result: dict[str, Any]) -> None:
     cluster_cpu = result["cpu_s_cluster_process"]
     print(f"  CPU: driver process {result['cpu_s_driver_process']} s"
           + (f", cluster process (master+agents+tasks) {cluster_cpu} s" if cluster_cpu is not None else ""))
+    per_task = result["cpu_ms_per_task_mesos"]
+    if any(per_task.values()):
+        print("  CPU per finished task: " + ", ".join(f"{k} {v} ms" for k, v in per_task.items()))
 
 
 def main() -> int:

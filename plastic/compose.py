@@ -86,7 +86,7 @@ def agent_services(agents: Sequence[tuple[str, AgentSpec]], *, first: int = 0) -
                  "--isolation=posix/cpu,posix/mem", "--no-systemd_enable_support", "--containerizers=mesos",
                  "--launcher_dir=/opt/mesos/libexec/mesos"]
         service: dict[str, Any] = {
-            "image": AGENT_IMAGE, "network_mode": "host",
+            "image": AGENT_IMAGE, "network_mode": "host", "init": True,
             "volumes": [f"{RUNS_ON_HOST}:{RUNS_IN_CONTAINER}"],
             "depends_on": _healthy("master"),
             "healthcheck": _health(f"curl -fsS http://127.0.0.1:{port}/state | grep -q '\"master_hostname\"'"),
@@ -150,6 +150,9 @@ def cluster_services() -> dict[str, dict[str, Any]]:
         },
         "manager": {
             "build": _build("deploy/plastic/Dockerfile", "manager"), "image": MANAGER_IMAGE, "network_mode": "host",
+            # an init as the first process reaps orphans: Toil's leader waits for each of its local jobs'
+            # process groups to be gone, and an unreaped zombie kept it waiting 5 s per job
+            "init": True,
             "command": ["plastic", "-v", "serve", "--master", ZK_URL, "--redis", REDIS_URL, "--runs-dir",
                         f"{RUNS_IN_CONTAINER}/runs"],
             # its home on the shared folder: a submission's job order made from flags outlives the container
