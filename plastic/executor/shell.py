@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 ENDPOINT_PATH = "/api/v1/executor"
 TRANSCRIPT_ENV = "PLASTIC_EXECUTOR_TRANSCRIPT"  # a file: every call, answer and event, one JSON line each
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
+UPDATES_IN_FLIGHT = 16  # UPDATE calls waiting for the agent at once (different tasks')
 
 
 class ExecutorShell:
@@ -77,7 +78,7 @@ class ExecutorShell:
         self._exit = loop.create_future()
         # aiohttp: a third of httpx's CPU per call here, and the executor makes two calls a task
         self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, connect=10.0),
-                                             connector=aiohttp.TCPConnector(limit=4), trust_env=False)
+                                             connector=aiohttp.TCPConnector(limit=UPDATES_IN_FLIGHT + 2), trust_env=False)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, lambda: self.feed(ShutdownReceived(time.time())))
         sender = loop.create_task(self._send_updates())
@@ -183,28 +184,59 @@ class ExecutorShell:
                     log.error("the agent says: %s", (event.get("error") or {}).get("message"))
 
     async def _send_updates(self) -> None:
-        assert self._client is not None
-        while True:
-            generation, update = await self._updates.get()
-            delay = 0.05
-            while generation == self._generation:
-                try:
-                    call = proto.update_call(update, self.env)
-                    self._note("call", call)
-                    async with self._client.post(self.url, json=call) as res:
-                        status, text = res.status, await res.text(errors="replace")
-                    self._note("answer", {"status": status, "body": text})
-                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-                    log.info("UPDATE of %s not delivered (%s); again in %.2f s", update.task_id, exc, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 1.0)
+        """Deliver the book's updates: a task's in order (its next one only after the agent took the
+        last), different tasks' side by side, up to UPDATES_IN_FLIGHT at once.  One at a time, each
+        waited a round trip through the busy agent's queue: a few dozen a second for the whole agent."""
+        pending: dict[str, deque[tuple[int, SendUpdate]]] = {}
+        slots = asyncio.Semaphore(UPDATES_IN_FLIGHT)
+        senders: set[asyncio.Task] = set()
+        try:
+            while True:
+                generation, update = await self._updates.get()
+                queue = pending.get(update.task_id)
+                if queue is not None:  # its sender is still at an earlier update of the task
+                    queue.append((generation, update))
                     continue
-                if status == 202:
-                    self.feed(UpdateAccepted(update.uuid, time.time()))
-                else:
-                    log.error("UPDATE %s of %s refused (%d): %s", update.state, update.task_id, status, text.strip()[:300])
-                break
+                pending[update.task_id] = deque([(generation, update)])
+                sender = asyncio.get_running_loop().create_task(self._send_task_updates(update.task_id, pending, slots))
+                senders.add(sender)
+                sender.add_done_callback(senders.discard)
+        finally:
+            for sender in senders:
+                sender.cancel()
 
+    async def _send_task_updates(self, task_id: str, pending: dict[str, deque[tuple[int, SendUpdate]]],
+                                 slots: asyncio.Semaphore) -> None:
+        queue = pending[task_id]
+        try:
+            while queue:
+                generation, update = queue[0]
+                async with slots:
+                    await self._deliver(generation, update)
+                queue.popleft()
+        finally:
+            del pending[task_id]
+
+    async def _deliver(self, generation: int, update: SendUpdate) -> None:
+        assert self._client is not None
+        delay = 0.05
+        while generation == self._generation:
+            try:
+                call = proto.update_call(update, self.env)
+                self._note("call", call)
+                async with self._client.post(self.url, json=call) as res:
+                    status, text = res.status, await res.text(errors="replace")
+                self._note("answer", {"status": status, "body": text})
+            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                log.info("UPDATE of %s not delivered (%s); again in %.2f s", update.task_id, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            if status == 202:
+                self.feed(UpdateAccepted(update.uuid, time.time()))
+            else:
+                log.error("UPDATE %s of %s refused (%d): %s", update.state, update.task_id, status, text.strip()[:300])
+            return
 
 def main(idle_s: float, kill_grace_s: float) -> int:
     env = proto.environment_of(os.environ, idle_s=idle_s, kill_grace_s=kill_grace_s)
