@@ -78,3 +78,16 @@ def busy_spot_agent(exclude: set[str] = frozenset()) -> dict | None:
     spot = [a for a in state["slaves"] if str(a["attributes"].get("preemptible")) == "true"
             and running.get(a["id"]) and a["attributes"]["cluster"] not in exclude]
     return max(spot, key=lambda a: running[a["id"]]) if spot else None
+
+
+def square_sum_output(item_count: int) -> str:
+    return "".join(f"{i} {i * i * 7919 % 10007}\n" for i in range(1, item_count + 1))
+
+
+def work_done_once(run_id: str, out: str, items: int) -> list[dict]:
+    """Every job of the run finished exactly once, and the merged output is the items' in order."""
+    log = decisions(run_id)
+    finished = [d["job_id"] for d in log if d["kind"] == "ended" and d.get("outcome") == "finished"]
+    assert finished and len(finished) == len(set(finished)), finished
+    assert (RUNS / out / "merged.txt").read_text() == square_sum_output(items)
+    return log

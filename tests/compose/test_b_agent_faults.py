@@ -6,23 +6,10 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.compose.helpers import RUNS, busy_spot_agent, decisions, long_job, master_state, submit, wait_run
+from tests.compose.helpers import busy_spot_agent, long_job, master_state, submit, wait_run, work_done_once
 from tests.waiting import eventually
 
 ITEMS = 8
-
-
-def square_sum_output(item_count: int) -> str:
-    return "".join(f"{i} {i * i * 7919 % 10007}\n" for i in range(1, item_count + 1))
-
-
-def work_done_once(run_id: str, out: str) -> list[dict]:
-    """Every job of the run finished exactly once, and the merged output is the items' in order."""
-    log = decisions(run_id)
-    finished = [d["job_id"] for d in log if d["kind"] == "ended" and d.get("outcome") == "finished"]
-    assert finished and len(finished) == len(set(finished)), finished
-    assert (RUNS / out / "merged.txt").read_text() == square_sum_output(ITEMS)
-    return log
 
 
 def running_on(agent_id: str) -> set[str]:
@@ -54,7 +41,7 @@ def test_an_agent_restarted_mid_task_keeps_its_tasks_and_they_finish_once(cluste
     eventually(lambda: agent_pid(container) not in (None, old), 60, "spot-run to start the agent again")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
-    log = work_done_once(run_id, "out-agent-restarted")
+    log = work_done_once(run_id, "out-agent-restarted", ITEMS)
     assert not [d for d in log if d["kind"] in ("requeue", "agent_lost") and d.get("agent_id") == agent["id"]]
     ended = {f"{d['job_id']}.{d['attempt']}": d for d in log if d["kind"] == "ended"}
     for task in tasks:  # the tasks that ran through the restart finished where they were, first time
@@ -77,7 +64,7 @@ def test_an_agent_machine_killed_mid_task_has_its_tasks_requeued_and_done_once(c
     try:
         st = wait_run(cluster, run_id)
         assert st["state"] == "SUCCEEDED", st
-        log = work_done_once(run_id, "out-agent-killed")
+        log = work_done_once(run_id, "out-agent-killed", ITEMS)
         requeued = {f"{d['job_id']}" for d in log if d["kind"] == "requeue" and d.get("agent_id") == agent["id"]}
         assert {t.split(".")[0] for t in tasks} <= requeued, (tasks, requeued)
     finally:  # a new machine for the tests after this one
