@@ -31,8 +31,8 @@ except ModuleNotFoundError:  # run from a checkout without an installed plastic
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from plastic.core.model import RELIABLE, NodeShape, TaskSpec
 
-from plastic.core.packing import PackedNode, allowed_on
-from plastic.core.planner import solve
+from plastic.core.planning.packing import PackedNode, allowed_on
+from plastic.core.planning.planner import solve
 
 __all__ = [
     "all_on_demand",

@@ -7,7 +7,7 @@
 A discrete-event simulation (bench/elastic_sim.py) runs each trace under three policies, without and
 with spot interruptions (the same seeds for every policy): (a) static, the plan of `plastic plan`
 bought at the start and kept; (b) elastic, the real ElasticController, given the trace's runtimes
-as estimates so that it looks one boot ahead (plastic.core.forecast), and again without estimates
+as estimates so that it looks one boot ahead (plastic.core.elastic.forecast), and again without estimates
 ("no-est"); (c) reactive, Toil's
 BinPackedFit on the queued work, idle nodes released after 600 s.  It prints USD, makespan,
 node-hours and completion per trace, the ratios, and whether the issue's targets are met:
@@ -34,8 +34,8 @@ from bench.common import machine  # noqa: E402
 from bench.elastic_bound import usd_lower_bound  # noqa: E402
 from bench.elastic_sim import SimResult, simulate  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
-from plastic.core.elastic import ElasticController  # noqa: E402
-from plastic.core.elastic_model import (  # noqa: E402
+from plastic.core.elastic.controller import ElasticController  # noqa: E402
+from plastic.core.elastic.model import (  # noqa: E402
     ClusterObserved,
     ElasticPolicy,
     NodeState,
@@ -43,7 +43,7 @@ from plastic.core.elastic_model import (  # noqa: E402
     WaitingTask,
 )
 from plastic.core.model import Resources, node_shapes  # noqa: E402
-from plastic.core.sizing import plan_workload  # noqa: E402
+from plastic.core.planning.sizing import plan_workload  # noqa: E402
 from plastic.traces import load_trace  # noqa: E402
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wfinstances"
@@ -211,7 +211,7 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
         spot_plan = sr.plan(trace, tmp / "trace-plan.json")  # as `plastic plan` makes it from the trace
         wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, sr.WORKFLOWS)
         # the plan the runs get carries the runtimes of the workflow they run (the trace's, scaled): the
-        # elastic controller's estimates until the run has its own (plastic.core.runtimes.planned_runtimes)
+        # elastic controller's estimates until the run has its own (plastic.core.book.runtimes.planned_runtimes)
         scaled = [t | {"runtime_s": None if t.get("runtime_s") is None else t["runtime_s"] * scale}
                   for t in spot_plan["tasks"]]
         (tmp / "plan.json").write_text(json.dumps(spot_plan | {"tasks": scaled}))

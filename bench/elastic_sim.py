@@ -4,9 +4,9 @@ A WfCommons trace's DAG runs on nodes that a *policy* buys and releases:
 
 - ``static``: the plan of `plastic plan` (waves mode), every node bought at the start and kept to the
   end; a lost spot node is not replaced (plastic before the elastic cluster);
-- ``elastic``: the real ElasticController (plastic.core.elastic) looking every ``look_s`` seconds (5, as
+- ``elastic``: the real ElasticController (plastic.core.elastic.controller) looking every ``look_s`` seconds (5, as
   plastic run looks), starting from the plan's on-demand and first-wave nodes
-  (plastic.core.elastic.starting_nodes); its runtime estimates are the trace's runtimes, or those x
+  (plastic.core.elastic.controller.starting_nodes); its runtime estimates are the trace's runtimes, or those x
   ``estimate_factor`` (below 1, the tasks overrun them, as on a host slower than the trace's);
 - ``reactive``: a baseline modelled on Toil's cluster scaler: every ``look_s`` seconds (5, as plastic
   run looks), the queued work that does not fit the free room gets new nodes by Toil's BinPackedFit
@@ -37,8 +37,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from bench.baselines import toil_binpacked_fit
-from plastic.core.elastic import ElasticController, starting_nodes
-from plastic.core.elastic_model import (
+from plastic.core.elastic.controller import ElasticController, starting_nodes
+from plastic.core.elastic.forecast import Progress, TaskProgress, due_in_s
+from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
     CreateNodes,
@@ -50,10 +51,9 @@ from plastic.core.elastic_model import (
     UncordonNode,
     WaitingTask,
 )
-from plastic.core.elastic_packing import BAND_RISK, UNKNOWN_BAND_RISK
-from plastic.core.forecast import Progress, TaskProgress, due_in_s
+from plastic.core.elastic.packing import BAND_RISK, UNKNOWN_BAND_RISK
 from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
-from plastic.core.plan import Plan
+from plastic.core.planning.plan import Plan
 
 NOTICE_S = 120.0
 NOTICE_MARGIN_S = 30.0
@@ -303,7 +303,7 @@ class Simulation:
                         n.idle_since if not n.tasks and state is NodeState.READY else None, n.ended_at, n.released)
 
     def _expected(self) -> tuple[WaitingTask, ...]:
-        """Waiting tasks due within the controller's lead time, by the forecast of plastic.core.forecast
+        """Waiting tasks due within the controller's lead time, by the forecast of plastic.core.elastic.forecast
         on the trace's runtimes (the estimates the plan was made with)."""
         lead_s = self.controller.policy.lead_s
         if lead_s <= 0 or not self.forecast_dag:

@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import cpu_model, percentile
-from plastic.core.executor_share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB
+from plastic.core.executor.share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB
 from plastic.executor.protocol import executor_ids_of, executor_info, task_data
 from plastic.local.testing import LocalCluster
 from plastic.mesos import MesosSchedulerDriver, Scheduler

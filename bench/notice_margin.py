@@ -1,7 +1,7 @@
 """Short spot notices: does a task that can end inside the notice's window get to end?
 
 A notice's margin is the time the JobBook keeps between a task's expected end and its machine's
-termination (plastic.core.jobbook_notices).  It was 30 s whatever the window, so a notice shorter
+termination (plastic.core.book.notices).  It was 30 s whatever the window, so a notice shorter
 than 30 s (the local cluster's `--notice-seconds 10`) killed every task at once, even one about to
 end; it is now 30 s or a quarter of the window, whichever is less (AWS's 120 s: 30 s, unchanged).
 

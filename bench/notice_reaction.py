@@ -48,8 +48,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, percentile
-from plastic.core.jobbook import JobBook
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.notices import NoticeFollower

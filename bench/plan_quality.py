@@ -9,7 +9,7 @@ synthetic mixed sets (bench/synthetic.py), each planned twice: `--preempt none`
 (every task reliable) and `--preempt all` (every task preemptible).  Catalog:
 the embedded default (load_catalog(None)), every type on both markets, no
 per-node reserve.  Every cost is in $/h and divided by the same lower bound
-(the LP relaxation of the input, plastic.core.lower_bound); every packing is
+(the LP relaxation of the input, plastic.core.planning.lower_bound); every packing is
 checked (capacity, each task once, reliable never on spot) before it is counted.
 
 Columns:
@@ -52,10 +52,10 @@ from bench.baselines import (  # noqa: E402
 from bench.reference_bound import per_task_lower_bound  # noqa: E402
 from bench.synthetic import mixed_tasks, write_wfcommons  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
-from plastic.core.lower_bound import lower_bound  # noqa: E402
 from plastic.core.model import PREEMPTIBLE, RELIABLE, NodeShape, TaskSpec, node_shapes  # noqa: E402
-from plastic.core.packing import PackedNode  # noqa: E402
-from plastic.core.planner import solve  # noqa: E402
+from plastic.core.planning.lower_bound import lower_bound  # noqa: E402
+from plastic.core.planning.packing import PackedNode  # noqa: E402
+from plastic.core.planning.planner import solve  # noqa: E402
 
 DATA_DIR = REPO.parent / "shared" / "data" / "wfinstances"
 MODES = ("none", "all")

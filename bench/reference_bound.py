@@ -1,6 +1,6 @@
 """A tighter lower bound for the benchmark only: the per-task LP relaxation.
 
-plastic's own bound (plastic/core/lower_bound.py) lets every vCPU and MiB of
+plastic's own bound (plastic/core/planning/lower_bound.py) lets every vCPU and MiB of
 demand go anywhere. This one keeps each task whole: a task may be split across
 node shapes only in fractions of the whole task, and only onto shapes that
 can hold it alone (market and pinned type respected):
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from plastic.core.model import NodeShape, TaskSpec
-from plastic.core.packing import ShapeMenu
+from plastic.core.planning.packing import ShapeMenu
 
 
 def per_task_lower_bound(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> float | None:

@@ -284,7 +284,7 @@ def check_state(run_dir: Path) -> dict:
 
 
 def replay_rate(entries: list[dict]) -> dict:
-    from plastic.core.replay import replay
+    from plastic.core.book.replay import replay
 
     t0 = time.process_time()
     res = replay(entries)

@@ -34,7 +34,7 @@ def main() -> None:
         sys.path.insert(0, str(args.plastic_from.resolve()))
     import plastic
     from bench.common import machine, percentile
-    from plastic.core.jobbook import JobBook
+    from plastic.core.book.jobbook import JobBook
     from plastic.core.model import RELIABLE, Resources
     from plastic.framework.adapter import Framework, TaskCommand
     from plastic.local.testing import LocalCluster

@@ -12,9 +12,9 @@ import logging
 import os
 from typing import Any
 
-from plastic.core.catalog import catalog_from_mapping
 from plastic.core.errors import CatalogError
 from plastic.core.model import Catalog
+from plastic.core.planning.catalog import catalog_from_mapping
 from plastic.fileio import read_text
 
 log = logging.getLogger(__name__)

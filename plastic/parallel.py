@@ -1,7 +1,7 @@
 """Run independent pieces of pure work at the same time, one forked process per spare core.
 
 `plastic plan` of a big workload packs it with several strategies that share nothing
-(plastic.core.planner.solve's `run_each`); on a host with two cores they take half the time
+(plastic.core.planning.planner.solve's `run_each`); on a host with two cores they take half the time
 side by side.  A forked worker starts from the caller's memory (the tasks, the catalog, the
 closure to run), so nothing but each result is pickled, through a pipe.  (multiprocessing's
 pool does the same, but importing it costs about 4% of a 10,000-task `plastic plan`, whose

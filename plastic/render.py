@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from plastic.core.plan import Plan, plan_to_json, static_risk
+from plastic.core.planning.plan import Plan, plan_to_json, static_risk
 
 
 def plan_as_json(plan: Plan) -> str:

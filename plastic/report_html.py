@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from plastic.core.run_picture import ClusterRow, RunPicture
+from plastic.core.account.picture import ClusterRow, RunPicture
 from plastic.report_svg import (
     OUTCOME_TEXT,
     cost_svg,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plastic.core.run_picture import Attempt, Lane, Mark, RunPicture
+from plastic.core.account.picture import Attempt, Lane, Mark, RunPicture
 
 WIDTH = 1160
 LABEL_W = 190

@@ -17,7 +17,7 @@ from typing import Any
 
 from plastic.core.errors import TraceError
 from plastic.core.model import Workload
-from plastic.core.wfcommons import workload_from_wfcommons
+from plastic.core.planning.wfcommons import workload_from_wfcommons
 from plastic.fileio import read_text
 
 log = logging.getLogger(__name__)

@@ -33,9 +33,9 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) 
 
 
 def assert_replays(run_dir: Path, *, books: int = 1) -> None:
-    """The run's decisions log, replayed through fresh JobBooks (plastic.core.replay), gives the same
+    """The run's decisions log, replayed through fresh JobBooks (plastic.core.book.replay), gives the same
     commands and records (the last step of a killed leader may be torn)."""
-    from plastic.core.replay import replay
+    from plastic.core.book.replay import replay
 
     result = replay(read_decisions(run_dir))
     assert result.books == books and result.events > 0, result

@@ -28,7 +28,7 @@ from plastic.core.model import (  # noqa: E402
     TaskSpec,
     node_shapes,
 )
-from plastic.core.packing import PackedNode  # noqa: E402
+from plastic.core.planning.packing import PackedNode  # noqa: E402
 
 GIB = 1024
 
@@ -193,7 +193,7 @@ def test_naive_picks_cheapest_market_per_job():
 
 
 def test_all_on_demand_costs_at_least_plastic():
-    from plastic.core.planner import solve
+    from plastic.core.planning.planner import solve
     tasks = random_tasks(60, 9, reliable_share=0.0)
     assert cost(all_on_demand(tasks, SHAPES)) >= solve(tasks, SHAPES).usd_per_hour
 

@@ -19,7 +19,7 @@ from plastic.core.model import (
     Workload,
     node_shapes,
 )
-from plastic.core.sizing import plan_workload
+from plastic.core.planning.sizing import plan_workload
 from tests.fakes.workloads import dag
 
 CATALOG = Catalog((
@@ -76,7 +76,7 @@ def test_looking_a_boot_ahead_has_the_scatter_nodes_up_when_split_ends():
     """split runs 30 s on the first node; the sorts' nodes boot 60 s.  Looking a boot ahead (the trace's
     runtimes as estimates) they are asked for while split runs, so the run ends sooner for no more money
     than waiting for the queued sorts."""
-    from plastic.core.elastic_model import ElasticPolicy
+    from plastic.core.elastic.model import ElasticPolicy
 
     tasks = dag()
     plan = plan_of(tasks)
@@ -90,7 +90,7 @@ def test_looking_a_boot_ahead_has_the_scatter_nodes_up_when_split_ends():
 def test_short_estimates_are_what_the_controller_is_told_and_the_tasks_still_run_their_runtimes():
     """estimate_factor 0.5: the controller's estimates are half the trace's runtimes (queued work, the
     running tasks' ends, the DAG forecast), the tasks run their full runtimes, and the run completes."""
-    from plastic.core.elastic_model import ElasticPolicy
+    from plastic.core.elastic.model import ElasticPolicy
 
     tasks = dag()
     sim = Simulation(tasks, plan_of(tasks), SHAPES, "elastic", boot_s=60.0, estimate_factor=0.5,
@@ -138,7 +138,7 @@ def test_no_simulated_run_pays_less_than_the_floor_for_its_own_makespan(shape, p
     with its own makespan as the cap (the floor is a lower bound, or the benchmark's verdicts would lie).
     Only the static plan may leave work undone, and only after an interruption."""
     from bench.elastic_bound import usd_lower_bound
-    from plastic.core.elastic_model import ElasticPolicy
+    from plastic.core.elastic.model import ElasticPolicy
 
     tasks = []
     for i, (vcpus, runtime, preempt, parents) in enumerate(shape):
@@ -159,7 +159,7 @@ def test_the_static_plan_strands_a_task_too_big_for_its_reliable_node_when_its_s
     """The case the property above lets through, pinned: one 3-vCPU preemptible task planned on a spot
     c5.xlarge beside a reliable c5.large; with the spot node interrupted the static plan buys nothing and
     the task never finishes, while the elastic controller replaces the node and completes."""
-    from plastic.core.elastic_model import ElasticPolicy
+    from plastic.core.elastic.model import ElasticPolicy
 
     tasks = [TaskSpec("t0", 3, 3072, PREEMPTIBLE, 617.0)]
     static = simulate(tasks, plan_of(tasks), SHAPES, "static", seed=1, rate_per_hour=40.0, boot_s=10.0)

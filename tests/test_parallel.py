@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from bench.synthetic import mixed_tasks
-from plastic.core.planner import one_by_one, solve
+from plastic.core.planning.planner import one_by_one, solve
 from plastic.parallel import cores, fork_map
 from tests.clirun import REPO
 from tests.fakes.catalogs import SHAPES

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from plastic.core.report import AgentSpan, RunEvent
-from plastic.core.run_picture import build_picture
+from plastic.core.account.picture import build_picture
+from plastic.core.account.report import AgentSpan, RunEvent
 from plastic.report_html import render_html
 from plastic.report_svg import Scale, fmt_s, fmt_usd, short_agent
 from tests.fakes.stories import CORE, SPOT, preempted_story

@@ -5,5 +5,5 @@
 - `eventbridge`: the one-time set-up (``plastic sqs-setup``): queue, rule, target, queue policy.
 - `session`: clients, region resolution, and AWS errors as one-line plastic errors.
 
-The event parsing itself is pure and lives in plastic.core.spot_events.
+The event parsing itself is pure and lives in plastic.core.book.spot_events.
 """

@@ -21,9 +21,9 @@ from typing import Any
 from plastic.aws import ec2_cloud as ec2
 from plastic.aws.ec2_cloud import Aws, NodeSettings
 from plastic.core.errors import InputError
-from plastic.core.fleet import ClusterOrder, alternatives, still_missing
 from plastic.core.model import Catalog, Market
-from plastic.core.plan import SCHEMA
+from plastic.core.planning.fleet import ClusterOrder, alternatives, still_missing
+from plastic.core.planning.plan import SCHEMA
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 from plastic.aws.session import describe as describe_error
 from plastic.aws.session import error_code
 from plastic.compose import AGENT_IMAGE
-from plastic.core.elastic_model import NodeState
+from plastic.core.elastic.model import NodeState
 from plastic.core.errors import InputError
 from plastic.core.model import Market
 from plastic.providers.base import CapacityError, ProviderError

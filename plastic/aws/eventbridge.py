@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from plastic.aws.session import AwsError, describe, error_code, is_missing_queue
-from plastic.core.errors import InputError
-from plastic.core.spot_events import (
+from plastic.core.book.spot_events import (
     GOING_STATES,
     INTERRUPTION_WARNING,
     REBALANCE_RECOMMENDATION,
     STATE_CHANGE,
 )
+from plastic.core.errors import InputError
 
 DEFAULT_RULE = "plastic-spot-events"
 TARGET_ID = "plastic-sqs"

@@ -1,7 +1,7 @@
 """Spot notices from an SQS queue (fed by EventBridge) into the notices stream in Redis.
 
 `SqsNoticePoller` long-polls the queue (``WaitTimeSeconds`` up to 20, up to 10 messages per
-receive), parses each body with plastic.core.spot_events, and publishes every spot event with
+receive), parses each body with plastic.core.book.spot_events, and publishes every spot event with
 ``Store.publish_notice(kind, target, fields)``:
 
 - ``kind``: ``terminate`` (interruption warning), ``rebalance`` (rebalance recommendation) or
@@ -63,8 +63,8 @@ from plastic.aws.session import (
     error_code,
     is_missing_queue,
 )
-from plastic.core.lifecycle import AgentState
-from plastic.core.spot_events import REBALANCE, Ignored, SpotEvent, parse_event
+from plastic.core.book.lifecycle import AgentState
+from plastic.core.book.spot_events import REBALANCE, Ignored, SpotEvent, parse_event
 from plastic.store import AgentRecord, Store
 
 log = logging.getLogger(__name__)

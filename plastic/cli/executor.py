@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from plastic.core.executor_book import DEFAULT_IDLE_S, DEFAULT_KILL_GRACE_S
+from plastic.core.executor.book import DEFAULT_IDLE_S, DEFAULT_KILL_GRACE_S
 
 
 @click.command("executor")

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 
 log = logging.getLogger(__name__)
 

@@ -88,15 +88,15 @@ def plan(input_path: str, job: str | None, inputs: tuple[str, ...], catalog_path
     from plastic.catalogs import load_catalog
     from plastic.core.errors import PlanningError
     from plastic.core.model import Reserve
-    from plastic.core.plan import PlanOptions, static_risk
-    from plastic.core.sizing import plan_workload
+    from plastic.core.planning.plan import PlanOptions, static_risk
+    from plastic.core.planning.sizing import plan_workload
 
     catalog = load_catalog(catalog_path)
     workload = _load_workload(input_path, job, preempt=preempt, infer_preempt=not no_infer_preempt,
                               default_ram_mib=default_ram_mib, scatter_width=scatter_width, inputs=inputs)
     options = PlanOptions(concurrent=concurrent, budget_usd_per_hour=budget_per_hour,
                           effort=1 if strategy == "seeds" else 2)
-    from plastic.core.planner import one_by_one
+    from plastic.core.planning.planner import one_by_one
     from plastic.parallel import fork_map
 
     # a big workload's strategies run side by side, one per core (a small one plans faster than a fork)

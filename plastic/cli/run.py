@@ -10,7 +10,7 @@ import click
 
 from plastic.cli.inputs import refuse_option
 from plastic.cli.redis_opts import redis_options
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True})

@@ -14,7 +14,7 @@ import click
 from plastic.cli.inputs import refuse_option
 from plastic.cli.redis_opts import redis_options
 from plastic.cli.redis_opts import redis_url as checked_url
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.lifecycle import TaskState
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from cwltool.context import LoadingContext
 from cwltool.process import Process
 from schema_salad.exceptions import SchemaSaladException
 
-from plastic.core.annotations import PLASTIC_NAMESPACE, PLASTICITY_CLASS
 from plastic.core.errors import AnnotationError, WorkflowError
+from plastic.core.planning.annotations import PLASTIC_NAMESPACE, PLASTICITY_CLASS
 from plastic.cwl import document_file, document_uri
 
 log = logging.getLogger(__name__)

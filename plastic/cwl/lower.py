@@ -93,9 +93,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from plastic.core.annotations import ARVADOS_USE_PREEMPTIBLE, PLASTICITY_CLASS
 from plastic.core.errors import InputError, WorkflowError
 from plastic.core.model import Preempt
+from plastic.core.planning.annotations import ARVADOS_USE_PREEMPTIBLE, PLASTICITY_CLASS
 from plastic.cwl import document_file
 from plastic.cwl.lower_io import LOWERED_NAME, POLICY_NAME, plain
 

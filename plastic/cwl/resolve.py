@@ -24,14 +24,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plastic.core.annotations import (
+from plastic.core.model import Preempt
+from plastic.core.planning.annotations import (
     ARVADOS_USE_PREEMPTIBLE,
     PLASTICITY_CLASS,
     PlasticityHint,
     parse_plasticity,
     parse_use_preemptible,
 )
-from plastic.core.model import Preempt
 from plastic.cwl.glue import display_path
 
 SOURCE_HINT = "hint"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plastic.core.executor_messages import Usage
+from plastic.core.executor.messages import Usage
 from plastic.procs import killpg_quietly, shell_argv, spawn_in_session
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The Mesos v1 executor API as plastic's executor reads and writes it (JSON), and the environment
-an agent gives every executor.  Translations only: the book (plastic.core.executor_book) decides.
+an agent gives every executor.  Translations only: the book (plastic.core.executor.book) decides.
 
 What a task runs: the framework puts the task's CommandInfo, as JSON, in TaskInfo.data (a TaskInfo
 with an executor may not carry a command of its own), under the key ``command``.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from plastic.core.errors import InputError
-from plastic.core.executor_book import ExecutorSettings
-from plastic.core.executor_messages import (
+from plastic.core.executor.book import ExecutorSettings
+from plastic.core.executor.messages import (
     Acknowledged,
     ExecutorEvent,
     KillReceived,
@@ -26,7 +26,7 @@ from plastic.core.executor_messages import (
     ShutdownReceived,
     Subscribed,
 )
-from plastic.core.executor_share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB
+from plastic.core.executor.share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB
 from plastic.core.model import TaskUsage
 
 USAGE_KEY = "plastic_usage"

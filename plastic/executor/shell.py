@@ -2,7 +2,7 @@
 
 One asyncio loop.  SUBSCRIBE is a long POST whose answer is the RecordIO stream of events; each
 UPDATE is a POST of its own, sent one at a time in the order the book made them.  Everything that
-happens becomes an event for plastic.core.executor_book.ExecutorBook, and whatever it answers is
+happens becomes an event for plastic.core.executor.book.ExecutorBook, and whatever it answers is
 carried out here as it is.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 
 import aiohttp
 
-from plastic.core.executor_book import ExecutorBook
-from plastic.core.executor_messages import (
+from plastic.core.executor.book import ExecutorBook
+from plastic.core.executor.messages import (
     ConnectionLost,
     ExecutorCommand,
     ExecutorEvent,

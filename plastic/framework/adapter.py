@@ -1,7 +1,7 @@
 """Framework: owns a MesosSchedulerDriver and a JobBook, and makes no decisions itself.
 
 Driver callbacks (on the driver's callback thread) and calls from the Toil leader (on its thread)
-become JobBook events (plastic.core.jobbook_events; Mesos JSON is converted by plastic.mesos.offers);
+become JobBook events (plastic.core.book.events; Mesos JSON is converted by plastic.mesos.offers);
 every event is applied under one lock, each recorder gets the step (the event and all the book
 returned), and the commands are carried out right away, still under that lock, so they reach the
 driver in the order the book produced them (driver calls only queue work and return futures).
@@ -38,14 +38,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from plastic.core import jobbook_commands as cmd
-from plastic.core import jobbook_events as evt
+from plastic.core.book import commands as cmd
+from plastic.core.book import events as evt
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.jobs import ENDED
+from plastic.core.book.lifecycle import TaskState
+from plastic.core.book.placement import AgentInfo
 from plastic.core.errors import PlasticError
-from plastic.core.jobbook import JobBook
-from plastic.core.jobs import ENDED
-from plastic.core.lifecycle import TaskState
 from plastic.core.model import Preempt, Resources
-from plastic.core.placement import AgentInfo
 from plastic.executor.protocol import usage_of
 from plastic.framework.recorder import JsonLinesRecorder, LogRecorder, Recorder
 from plastic.framework.task_info import (
@@ -287,7 +287,7 @@ class Framework(Scheduler):
 
     def resume(self, prior: Iterable[evt.PriorTask], *, framework_removed: bool = False) -> None:
         """A new leader incarnation: the run's records of the previous leaders' unfinished tasks; the
-        book decides what becomes of each (plastic.core.orphans)."""
+        book decides what becomes of each (plastic.core.book.orphans)."""
         self.apply(evt.Resumed(tuple(prior), framework_removed=framework_removed))
 
     def wait_orphans(self, timeout_s: float, *, settle_s: float = 2.0) -> int:

@@ -2,7 +2,7 @@
 
 With ``--plasticProvider local|ec2`` (default: none, a static cluster) the batch system keeps the
 cluster the size of its queue through that provider; the limits are the ElasticPolicy's
-(plastic.core.elastic_model).  `plastic run` passes them; they can be given to toil-cwl-runner by hand.
+(plastic.core.elastic.model).  `plastic run` passes them; they can be given to toil-cwl-runner by hand.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plastic.compose import AGENT_IMAGE
-from plastic.core.elastic import ElasticController
-from plastic.core.elastic_model import ElasticPolicy
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.model import ElasticPolicy
 from plastic.core.errors import InputError, PlasticError
 from plastic.core.model import Market, TaskSpec, node_shapes
-from plastic.core.plan import plan_from_json
+from plastic.core.planning.plan import plan_from_json
 from plastic.framework.adapter import Framework
 from plastic.framework.provisioner import DEFAULT_INTERVAL_S, Provisioner
 from plastic.store.urls import URL_ENV

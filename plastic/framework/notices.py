@@ -28,7 +28,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.store import Event, Store
 
 log = logging.getLogger(__name__)

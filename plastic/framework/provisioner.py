@@ -4,7 +4,7 @@ Every ``interval_s``, and sooner when the Toil leader issues work (once it has b
 ``BATCH_IDLE_S``: a burst of jobs is looked at together, as Karpenter batches pending pods), it
 lists the provider's nodes (off the Framework's lock), turns them and the JobBook's queue into one
 observation (under the lock: the book is read, never changed), hands it to
-the ElasticController (plastic.core.elastic) and carries out what it decides:
+the ElasticController (plastic.core.elastic.controller) and carries out what it decides:
 
     CordonNode    -> the Framework gives the node's agent no new work (AgentsIgnored), at once, under
                      the lock, so no launch can reach it after the controller saw it idle
@@ -19,7 +19,7 @@ A node's view joins what the provider says (state, type, market, times) with wha
 its agent (tasks on it, when it was last busy, a terminate notice, lost); times are moved onto the
 book's clock, which is the controller's.  Looking a boot ahead, the observation also carries the
 plan's tasks that the Toil leader has not issued yet, dated from the progress of the jobs it has
-issued (``plan_tasks``; plastic.core.forecast.plan_ahead), with the book's runtime estimates.
+issued (``plan_tasks``; plastic.core.elastic.forecast.plan_ahead), with the book's runtime estimates.
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from plastic.core import jobbook_events as evt
-from plastic.core.elastic import ElasticController
-from plastic.core.elastic_model import (
+from plastic.core.book import events as evt
+from plastic.core.book.jobs import ENDED, LIVE, Job
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.forecast import Progress, TaskProgress, issued_by_step, plan_ahead
+from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
     CreateNodes,
@@ -45,10 +47,8 @@ from plastic.core.elastic_model import (
     UncordonNode,
     WaitingTask,
 )
-from plastic.core.forecast import Progress, TaskProgress, issued_by_step, plan_ahead
-from plastic.core.jobs import ENDED, LIVE, Job
 from plastic.core.model import Market, NodeShape, Resources, TaskSpec
-from plastic.core.plan import step_of
+from plastic.core.planning.plan import step_of
 from plastic.framework.adapter import Framework
 from plastic.providers import NodeRequest, Provider, ProviderError, ProviderNode
 
@@ -200,7 +200,7 @@ class Provisioner:
         return ClusterObserved(queued, tuple(views), self._plan_ahead(now) if ahead else ())
 
     def _plan_ahead(self, now: float) -> tuple[WaitingTask, ...]:
-        """The plan's tasks not issued yet, as expected work (plastic.core.forecast.plan_ahead): the
+        """The plan's tasks not issued yet, as expected work (plastic.core.elastic.forecast.plan_ahead): the
         book's jobs of each step in issue order (one per Toil job: a re-issue takes its place) stand
         for the plan's tasks of that step, and a step's tool's estimate, once the book has one,
         replaces the plan's runtimes."""

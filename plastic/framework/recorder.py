@@ -1,8 +1,8 @@
 """Where the Framework's steps go: the decisions log (JSON lines), the run's state in Redis, or a log.
 
-The Framework applies one event at a time to the JobBook (plastic.core.jobbook) and hands every
+The Framework applies one event at a time to the JobBook (plastic.core.book.jobbook) and hands every
 recorder the step: the event, the book's ``now`` and everything the book returned (commands and
-records, plastic.core.jobbook_commands / jobbook_records), in order, under its lock.  A recorder
+records, plastic.core.book.commands / jobbook_records), in order, under its lock.  A recorder
 must never block: the Redis one (plastic.framework.store_recorder) only queues writes for a
 background thread.
 
@@ -14,9 +14,9 @@ each with ``t`` (epoch seconds when written):
 | book | a new JobBook (a new leader): ``config``, its constructor's arguments |
 | event | an event the book handled: ``now`` (the book's clock) and ``event`` (plastic.core.codec) |
 | command | a command the book returned: ``command`` (plastic.core.codec) |
-| any record kind | a record the book returned: its fields (plastic.core.jobbook_records lists them) |
+| any record kind | a record the book returned: its fields (plastic.core.book.records lists them) |
 
-So a log can be replayed (plastic.core.replay): the same events into a book of the same config give
+So a log can be replayed (plastic.core.book.replay): the same events into a book of the same config give
 the same commands and records.  The elastic controller's steps (plastic.framework.provisioner) are
 logged too, each line marked ``"m": "elastic"``: its records and commands, after a summary of what
 it observed (``kind`` elastic_event), and only the steps that decided something.  The records' kinds are the ones the run's Redis event stream, the
@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from plastic.core.book.records import Record
 from plastic.core.codec import encode
-from plastic.core.jobbook_records import Record
 
 log = logging.getLogger(__name__)
 

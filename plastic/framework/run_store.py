@@ -15,8 +15,8 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import RedisError
 
-from plastic.core.policy import PolicyError, PolicyTable, parse_policy_text
-from plastic.core.runtimes import KEEP_PER_TOOL
+from plastic.core.book.policy import PolicyError, PolicyTable, parse_policy_text
+from plastic.core.book.runtimes import KEEP_PER_TOOL
 from plastic.framework.store_recorder import StoreRecorder
 from plastic.framework.store_writer import StoreWriter
 from plastic.store import RecordExistsError, Store, StoreError
@@ -93,7 +93,7 @@ def load_policy(path: str | Path) -> PolicyTable:
 
 def runtime_history(store: Store | None, planned: Mapping[str, Sequence[float]]) -> Callable[[str], Sequence[float]]:
     """The answer to the book's LoadRuntimeHistory: a tool's recorded runtimes in the run's store (newest
-    first, this and earlier runs), else the plan's runtimes for its step (plastic.core.runtimes)."""
+    first, this and earlier runs), else the plan's runtimes for its step (plastic.core.book.runtimes)."""
     def history(tool: str) -> Sequence[float]:
         return (store.runtime_history(tool, KEEP_PER_TOOL) if store is not None else []) or planned.get(tool, ())
 

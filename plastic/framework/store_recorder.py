@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from plastic.core.jobbook_records import (
+from plastic.core.book.records import (
     AgentStateChanged,
     AgentUpdated,
     FrameworkRegistered,

@@ -3,7 +3,7 @@ executor), and the resources it declares.
 
 With plastic's executor (the default) every task names the same ExecutorInfo (executor id
 ``plastic``), carries its command in TaskInfo.data, and the tasks of a launch that starts the
-executor on an agent give it its share (plastic.core.executor_share).  With the command executor
+executor on an agent give it its share (plastic.core.executor.share).  With the command executor
 (``--executor command``, for agents without plastic) each task carries its command as it is.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from plastic.core.executor_share import TaskShare, fit_launch
+from plastic.core.executor.share import TaskShare, fit_launch
 from plastic.executor.protocol import executor_info, task_data
 
 ExecutorKind = Literal["plastic", "command"]

@@ -1,6 +1,6 @@
 """PlasticBatchSystem: Toil's view of plastic's Mesos framework (registered by toil_batch_system_plastic).
 
-Toil-facing shell only: every decision is the JobBook's (plastic.core.jobbook), every Mesos
+Toil-facing shell only: every decision is the JobBook's (plastic.core.book.jobbook), every Mesos
 interaction the Framework adapter's (plastic.framework.adapter).  See
 docs/design/toil-batch-system.md for the contract this class signs.
 
@@ -12,7 +12,7 @@ docs/design/toil-batch-system.md for the contract this class signs.
 - Killed jobs are never reported.
 - Per-tool policy: with --plasticPolicy FILE every job's preempt budget, instance type, tool key and
   step come from the table entry named by the last component of its unitName
-  (plastic.core.policy.resolve); without an entry, Toil's `preemptible` decides.
+  (plastic.core.book.policy.resolve); without an entry, Toil's `preemptible` decides.
 - State in Redis: with --plasticRedis URL (and --plasticRun ID, else a new run) every record goes to
   the run's event stream and task/agent records (plastic.framework.store_recorder), written by a
   background thread; without it only the JSON-lines log ($PLASTIC_RECORD_LOG) is kept.
@@ -59,15 +59,15 @@ from toil.batchSystems.abstractBatchSystem import (
 from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
 from toil.common import InconsistentConfigurationError
 
+from plastic.core.book.commands import JobStoreQuestion, ReportJobEnd
+from plastic.core.book.events import PriorTask
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.notices import REBALANCE_MODES
+from plastic.core.book.orphans import LIVE_RECORDS
+from plastic.core.book.policy import EMPTY, PolicyError, PolicyTable, resolve
+from plastic.core.book.runtimes import planned_runtimes
 from plastic.core.errors import InputError, PlasticError
-from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_commands import JobStoreQuestion, ReportJobEnd
-from plastic.core.jobbook_events import PriorTask
-from plastic.core.jobbook_notices import REBALANCE_MODES
 from plastic.core.model import Resources
-from plastic.core.orphans import LIVE_RECORDS
-from plastic.core.policy import EMPTY, PolicyError, PolicyTable, resolve
-from plastic.core.runtimes import planned_runtimes
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.elastic_options import OPTIONS as ELASTIC_OPTIONS
 from plastic.framework.elastic_options import (

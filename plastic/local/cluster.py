@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import protocol as P
 from plastic.local.agent import MARKER_ENV, AgentRuntime
 from plastic.local.config import AgentSpec, ClusterSpec

@@ -192,7 +192,7 @@ def load_cluster_file(path: str) -> ClusterSpec:
 def spec_from_plan_doc(doc: Any, source: str = "plan") -> ClusterSpec:
     """One agent per planned node, advertising the node's capacity and market."""
     from plastic.core.model import Market
-    from plastic.core.plan import plan_from_json
+    from plastic.core.planning.plan import plan_from_json
 
     plan = plan_from_json(doc, source=source)
     if not plan.nodes:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local.imds import InstanceMetadata
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import calls, views
 from plastic.local import protocol as P
 from plastic.local.streams import Stream, frame

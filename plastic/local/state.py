@@ -23,7 +23,7 @@ import uuid as uuid_mod
 from collections import OrderedDict
 from typing import Any
 
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import protocol as P
 from plastic.local.allocator import OfferBook
 from plastic.local.config import AgentSpec

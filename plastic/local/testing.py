@@ -58,8 +58,8 @@ from typing import Any, Self
 
 import httpx
 
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.core.errors import PlasticError
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
 from plastic.local import supervisor as sup
 from plastic.local.config import ClusterSpec, coerce_spec
 

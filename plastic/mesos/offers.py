@@ -10,10 +10,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from plastic.core.executor_share import usable
-from plastic.core.jobbook_events import StatusReceived
+from plastic.core.book.events import StatusReceived
+from plastic.core.book.placement import AgentInfo, Offer
+from plastic.core.executor.share import usable
 from plastic.core.model import Resources
-from plastic.core.placement import AgentInfo, Offer
 
 TRUE_WORDS = frozenset({"true", "1", "yes"})
 
@@ -78,7 +78,7 @@ def agent_from_offer(offer: Mapping[str, Any], capacity: Resources | None = None
 def offer_of(offer: Mapping[str, Any], executor_id: str | None = None) -> Offer:
     """An OFFERS entry: its id, its agent (capacity: what it offers now) and what it offers; with the
     framework's executor (``executor_id``) running on the agent, its share counts as offered, and so
-    do a few other frameworks' executors' (plastic.core.executor_share: the tasks of a launch take them
+    do a few other frameworks' executors' (plastic.core.executor.share: the tasks of a launch take them
     back)."""
     running = bool(executor_id) and executor_id in [value_of(e) for e in offer.get("executor_ids") or ()]
     s = _scalars(offer.get("resources"))

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from plastic.core.elastic_model import NodeState
+from plastic.core.elastic.model import NodeState
 from plastic.core.errors import PlasticError
 from plastic.core.model import Market
 

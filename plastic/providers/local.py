@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from plastic.core.elastic_model import NodeState
+from plastic.core.elastic.model import NodeState
 from plastic.core.model import Market
 from plastic.providers.base import (
     CapacityError,

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from plastic.core.elastic_model import NodeState
+from plastic.core.elastic.model import NodeState
 from plastic.core.model import Market
 from plastic.providers.base import (
     CapacityError,

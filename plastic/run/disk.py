@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from plastic.core.book.run_end import EXIT_STOPPED
 from plastic.core.errors import PlasticError
-from plastic.core.run_end import EXIT_STOPPED
 from plastic.fileio import write_atomically
 
 FLOOR_MIB = 32.0

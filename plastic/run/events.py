@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from plastic.core.report import RunEvent
+from plastic.core.account.report import RunEvent
 from plastic.store import Store
 from plastic.store.errors import is_unavailable
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from plastic.core.elastic import starting_nodes
-from plastic.core.local_shape import LocalShape, local_shape
-from plastic.core.plan import Plan
+from plastic.core.elastic.controller import starting_nodes
+from plastic.core.planning.local_shape import LocalShape, local_shape
+from plastic.core.planning.plan import Plan
 from plastic.fileio import write_atomically
 from plastic.run.request import Display, RunRequest
 from plastic.run.watchers import SpotWatchers

@@ -1,4 +1,4 @@
-"""Reading a run directory into its picture (plastic.core.run_picture): the shell of `plastic report`.
+"""Reading a run directory into its picture (plastic.core.account.picture): the shell of `plastic report`.
 
 A run directory (plastic.run.runner) holds ``decisions.jsonl`` and ``plan.json`` from the start,
 ``run.json`` (the run's settings) and, once the run has ended, ``report.json``.  The picture is
@@ -18,10 +18,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from plastic.core.account.picture import RunPicture, build_picture
+from plastic.core.account.report import KnownAgent, RunEvent, price_agents
 from plastic.core.errors import InputError
-from plastic.core.plan import Plan, plan_from_json
-from plastic.core.report import KnownAgent, RunEvent, price_agents
-from plastic.core.run_picture import RunPicture, build_picture
+from plastic.core.planning.plan import Plan, plan_from_json
 from plastic.fileio import read_text
 
 log = logging.getLogger(__name__)

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plastic.core.progress import Progress
-from plastic.core.report import RunReport
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.account.progress import Progress
+from plastic.core.account.report import RunReport
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.run.ec2 import Ec2Settings
 
 log = logging.getLogger(__name__)

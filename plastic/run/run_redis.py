@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plastic.core.book.lifecycle import RunState
 from plastic.core.errors import InputError, RunFailedError
-from plastic.core.lifecycle import RunState
 from plastic.store.errors import is_unavailable
 from plastic.store.urls import URL_ENV, is_redacted, redact
 

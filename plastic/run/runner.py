@@ -4,9 +4,9 @@
     -> local cluster shaped like the plan (unless --master) -> toil-cwl-runner --batchSystem plastic
     -> progress from the run's event stream -> outputs, report -> everything stopped
 
-Every decision is made elsewhere: the plan by plastic.core.sizing, the local cluster's shape by
-plastic.core.local_shape, placement by the batch system's JobBook, the report by
-plastic.core.report.  Files of a run live in its run directory:
+Every decision is made elsewhere: the plan by plastic.core.planning.sizing, the local cluster's shape by
+plastic.core.planning.local_shape, placement by the batch system's JobBook, the report by
+plastic.core.account.report.  Files of a run live in its run directory:
 
     plan.json  workflow/ (lowered copy + policy.json)  decisions.jsonl (JSON lines, every decision)
     toil.log (the Toil leader's stderr)  outputs.json  report.json  redis/ (embedded server, AOF)
@@ -20,7 +20,7 @@ is in run_dir/run.json.  `resume(run_dir)` (plastic run --resume RUN_DIR) brings
 back from its AOF, re-attaches to the cluster (or starts a new one if it is gone), restarts the
 watchers and runs `toil-cwl-runner --restart` on the same job store and run id; the batch system
 takes the framework over and adopts the old leader's running tasks that can finish within the adopt
-window (`--adopt-seconds`), killing the rest (plastic.core.orphans).
+window (`--adopt-seconds`), killing the rest (plastic.core.book.orphans).
 
 On a local cluster every spot agent gets its `plastic agent-watch` (python -m plastic.watch) on
 the agent's emulated IMDS, publishing notices into the run's Redis, where the batch system's
@@ -42,15 +42,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from plastic.core.elastic import reliable_floor
+from plastic.core.account.progress import Progress
+from plastic.core.account.report import AgentSpan, KnownAgent, RunTally, price_agents
+from plastic.core.book.lifecycle import RunState
+from plastic.core.book.recovery import RESUMABLE, record_again, toil_start
+from plastic.core.book.run_end import run_end
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.elastic.controller import reliable_floor
 from plastic.core.errors import InputError, PlanningError, RunFailedError
-from plastic.core.lifecycle import RunState
-from plastic.core.plan import Plan, plan_from_json
-from plastic.core.progress import Progress
-from plastic.core.recovery import RESUMABLE, record_again, toil_start
-from plastic.core.report import AgentSpan, KnownAgent, RunTally, price_agents
-from plastic.core.run_end import run_end
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S
+from plastic.core.planning.plan import Plan, plan_from_json
 from plastic.fileio import write_atomically
 from plastic.mesos.credential import check_credential, read_credential
 from plastic.procs import die_with_parent, pid_alive, stop_process
@@ -96,7 +96,7 @@ def make_plan(request: RunRequest) -> Plan:
             raise InputError(f"not a plan JSON document ({exc})", source=str(request.plan_path)) from None
         return plan_from_json(doc, source=str(request.plan_path))
     from plastic.catalogs import load_catalog
-    from plastic.core.sizing import plan_workload
+    from plastic.core.planning.sizing import plan_workload
     from plastic.cwl.loader import load_cwl
 
     workload = load_cwl(str(request.workflow), None if request.job is None else str(request.job)).workload()
@@ -121,7 +121,7 @@ def check_budget(request: RunRequest, plan: Plan) -> None:
 
 
 def agent_spans(plan: Plan, catalog_path: str | None, local_agents: list[Any], events: list[Any]) -> list[AgentSpan]:
-    """The run's agents with prices (plastic.core.report.price_agents): local agents by their planned node."""
+    """The run's agents with prices (plastic.core.account.report.price_agents): local agents by their planned node."""
     from plastic.catalogs import load_catalog
 
     known = [KnownAgent(a.id, a.cluster, a.preemptible, a.instance_type, a.node_id) for a in local_agents]
@@ -157,7 +157,7 @@ def execute(request: RunRequest, display: Display | None = None,
     existing = next(p for p in (run_dir, *run_dir.parents) if p.exists())
     if (space := DiskWatch(existing)).low(now=True):  # before anything is written
         raise space.start_error(run_dir)
-    from plastic.core.plan import plan_to_json, static_risk
+    from plastic.core.planning.plan import plan_to_json, static_risk
 
     notes: list[str] = [moved] if moved else []
     if not request.elastic and (risk := static_risk(plan)) is not None:

@@ -12,9 +12,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from plastic.core.account.progress import Progress
+from plastic.core.account.report import RunReport
 from plastic.core.errors import PlasticError, RunFailedError
-from plastic.core.progress import Progress
-from plastic.core.report import RunReport
 from plastic.cwl.lower_io import POLICY_NAME
 from plastic.run.disk import OutOfSpaceError
 from plastic.run.request import Display, RunResult

@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from plastic.core.lifecycle import RunState, TransitionError
-from plastic.core.recovery import (
+from plastic.core.book.lifecycle import RunState, TransitionError
+from plastic.core.book.recovery import (
     MAX_RESUMES,
     FailRun,
     ResumeRun,

@@ -1,7 +1,7 @@
 """plastic's state in Redis.
 
 - `keys`: every key, one prefix (the key table is in its docstring).
-- `scripts`: the Lua scripts (transition tables generated from plastic.core.lifecycle).
+- `scripts`: the Lua scripts (transition tables generated from plastic.core.book.lifecycle).
 - `transitions`: the compare-and-set call behind every state change.
 - `store`: `Store`, the API over a redis-py client.
 - `records`: the records it returns (runs, tasks, attempts, agents, events).

@@ -8,8 +8,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from plastic.core.book.lifecycle import TransitionError
 from plastic.core.errors import PlasticError
-from plastic.core.lifecycle import TransitionError
 
 # Redis cannot answer now but will: not reachable, timed out, loading its data after a restart
 # (BusyLoadingError is a ConnectionError), or refusing writes because it cannot write its AOF (a full

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from plastic.core.lifecycle import AgentState, AttemptOutcome, RunState, TaskState
+from plastic.core.book.lifecycle import AgentState, AttemptOutcome, RunState, TaskState
 
 # Fields the store writes itself; callers may not set them through `fields=`.
 COMMON_FIELDS = frozenset({"id", "state", "created_at", "updated_at", "state_at"})

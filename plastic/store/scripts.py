@@ -1,7 +1,7 @@
 """The store's Lua scripts: each write that must check before it changes runs as one script.
 
 The transition tables are *generated* into the Lua source from
-`plastic.core.lifecycle.TABLES`, so the Python table stays the one source of truth:
+`plastic.core.book.lifecycle.TABLES`, so the Python table stays the one source of truth:
 change it and the script (and its SHA) changes with it.  A script reads the current
 state, checks it (against an expected state when given, and against the table),
 moves the id between the per-state sets, updates the hash, appends the event to the
@@ -31,7 +31,7 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import NoScriptError
 
-from plastic.core.lifecycle import TABLES, AgentState, RunState, TaskState
+from plastic.core.book.lifecycle import TABLES, AgentState, RunState, TaskState
 
 # The state a record is created in.
 INITIAL: Mapping[str, str] = {"task": TaskState.QUEUED, "agent": AgentState.ACTIVE, "run": RunState.SUBMITTED}

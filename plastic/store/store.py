@@ -27,7 +27,7 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import ResponseError
 
-from plastic.core.lifecycle import AgentState, RunState, TaskState
+from plastic.core.book.lifecycle import AgentState, RunState, TaskState
 from plastic.core.stats import percentile
 from plastic.store.errors import translate
 from plastic.store.keys import DEFAULT_PREFIX, Keys, check_run_id

@@ -2,7 +2,7 @@
 
 `TransitionCall` describes one state change (which record, which sets, what else to write)
 and turns it into one script call: the script checks the current state (and the expected
-one, when given) against the table generated from `plastic.core.lifecycle`, and in the same
+one, when given) against the table generated from `plastic.core.book.lifecycle`, and in the same
 atomic step moves the id between the per-state sets, writes the fields and counters,
 appends the attempt (tasks) and the event.  A refusal raises TransitionError with the
 record id and both states (at `Store.execute` when queued on a pipeline).

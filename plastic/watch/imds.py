@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from plastic.core.spot_events import INTERRUPTION_NOTICE_S, parse_time
+from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class ImdsError(Exception):
 
 
 def _time(text: str) -> float:
-    """An ISO-8601 time (plastic.core.spot_events.parse_time) -> epoch seconds; ValueError if it is none."""
+    """An ISO-8601 time (plastic.core.book.spot_events.parse_time) -> epoch seconds; ValueError if it is none."""
     when = parse_time(text)
     if when is None:
         raise ValueError(f"not a time: {text!r}")

@@ -18,8 +18,8 @@ import pytest
 
 from plastic.aws.ec2_cloud import TAG_RUN, Aws, NodeSettings
 from plastic.catalogs import load_catalog
-from plastic.core.elastic import ElasticController
-from plastic.core.elastic_model import ElasticPolicy
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.model import ElasticPolicy
 from plastic.core.model import PREEMPTIBLE, Resources, node_shapes
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.provisioner import Provisioner

@@ -15,8 +15,8 @@ import pytest
 from plastic.aws.session import check_queue_url, region_from_queue_url
 from plastic.cli.aws import aws_group
 from plastic.cli.errors import run_command
+from plastic.core.book.spot_events import INTERRUPTION_WARNING
 from plastic.core.errors import InputError
-from plastic.core.spot_events import INTERRUPTION_WARNING
 from plastic.store import Store, start_embedded
 from tests.aws.helpers import eb_event, queue_depth
 from tests.clirun import REPO, assert_one_line_error

@@ -14,12 +14,12 @@ from plastic.aws.eventbridge import (
     setup_spot_events,
 )
 from plastic.aws.sqs_notices import SqsNoticePoller
-from plastic.core.errors import InputError
-from plastic.core.spot_events import (
+from plastic.core.book.spot_events import (
     INTERRUPTION_WARNING,
     REBALANCE_RECOMMENDATION,
     STATE_CHANGE,
 )
+from plastic.core.errors import InputError
 
 IID = "i-0aaaaaaaaaaaaaaa1"
 

@@ -11,7 +11,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from plastic.aws.sqs_notices import AgentMap, SqsNoticePoller
-from plastic.core.spot_events import (
+from plastic.core.book.spot_events import (
     INTERRUPTION_WARNING,
     REBALANCE_RECOMMENDATION,
     STATE_CHANGE,

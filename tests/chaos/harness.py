@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from plastic.core.jobs import split_task_id
+from plastic.core.book.jobs import split_task_id
 from tests.clirun import assert_replays, read_decisions
 from tests.waiting import eventually
 

@@ -341,9 +341,9 @@ def test_a_big_workload_plans_as_it_does_one_strategy_after_another(tmp_path):
     # the plan must be the one the strategies give run one after another in this process
     from bench.synthetic import mixed_tasks, write_wfcommons
     from plastic.catalogs import load_catalog
-    from plastic.core.plan import PlanOptions, plan_to_json
-    from plastic.core.planner import one_by_one
-    from plastic.core.sizing import plan_workload
+    from plastic.core.planning.plan import PlanOptions, plan_to_json
+    from plastic.core.planning.planner import one_by_one
+    from plastic.core.planning.sizing import plan_workload
     from plastic.traces import load_trace
 
     trace = tmp_path / "big.json"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from plastic.core.account.report import build_report
 from plastic.core.model import Market, Resources
-from plastic.core.plan import Plan, PlannedNode, plan_to_json
-from plastic.core.report import build_report
+from plastic.core.planning.plan import Plan, PlannedNode, plan_to_json
 from plastic.store import Store
 from tests.clirun import assert_one_line_error, plastic
 from tests.fakes.stories import CORE, SPOT, preempted_story

@@ -14,9 +14,8 @@ import itertools
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_commands import Acknowledge, LaunchTasks, ReportJobEnd
-from plastic.core.jobbook_events import (
+from plastic.core.book.commands import Acknowledge, LaunchTasks, ReportJobEnd
+from plastic.core.book.events import (
     AgentLost,
     AgentSeen,
     JobIssued,
@@ -29,8 +28,9 @@ from plastic.core.jobbook_events import (
     StatusReceived,
     Tick,
 )
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.placement import AgentInfo, Offer
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
-from plastic.core.placement import AgentInfo, Offer
 
 AGENTS = {a.agent_id: a for a in (
     AgentInfo("core1", Resources(4, 8192), preemptible=False, cluster="core"),

@@ -1,4 +1,4 @@
-"""plastic.core.annotations: parse_plasticity is total (valid hint or AnnotationError), by fuzzing."""
+"""plastic.core.planning.annotations: parse_plasticity is total (valid hint or AnnotationError), by fuzzing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.annotations import (
+from plastic.core.errors import AnnotationError
+from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt
+from plastic.core.planning.annotations import (
     ARVADOS_USE_PREEMPTIBLE,
     PLASTIC_NAMESPACE,
     PLASTICITY_CLASS,
@@ -18,8 +20,6 @@ from plastic.core.annotations import (
     parse_use_preemptible,
     positive_int,
 )
-from plastic.core.errors import AnnotationError
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt
 
 FIELDS = ["vcpus", "vram", "preempt", "instanceType"]
 KEYS = st.one_of(

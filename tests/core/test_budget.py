@@ -1,4 +1,4 @@
-"""Budget mode (plastic/core/sizing.py): the cheapest feasible cluster, grown within --budget-per-hour
+"""Budget mode (plastic/core/planning/sizing.py): the cheapest feasible cluster, grown within --budget-per-hour
 with nodes of any shape of the catalog.
 
 The catalog is tests/fakes/catalogs.py's: the same rows (types, capacities, on-demand and spot prices)
@@ -20,9 +20,9 @@ from plastic.core.model import (
     TaskSpec,
     Workload,
 )
-from plastic.core.packing import shape_holds
-from plastic.core.plan import Plan, PlanOptions
-from plastic.core.sizing import minimal_cluster, plan_workload
+from plastic.core.planning.packing import shape_holds
+from plastic.core.planning.plan import Plan, PlanOptions
+from plastic.core.planning.sizing import minimal_cluster, plan_workload
 from tests.fakes.catalogs import CATALOG, INSTANCE_TYPES, SHAPES
 
 GIB = 1024

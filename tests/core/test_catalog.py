@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.catalog import INTERRUPTION_BANDS, catalog_from_mapping
 from plastic.core.errors import CatalogError, InputError
 from plastic.core.model import Catalog, InstanceType
+from plastic.core.planning.catalog import INTERRUPTION_BANDS, catalog_from_mapping
 
 SRC = "test-catalog.yaml"
 

@@ -1,4 +1,4 @@
-"""The elastic controller (plastic.core.elastic): one scenario per rule, with explicit `now`."""
+"""The elastic controller (plastic.core.elastic.controller): one scenario per rule, with explicit `now`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from plastic.core.elastic import ElasticController
-from plastic.core.elastic_model import (
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
     CreateNodes,
@@ -319,7 +319,7 @@ def test_same_observation_in_any_order_gives_the_same_decisions(seed):
 def test_a_wide_scatters_last_tasks_are_packed_again_when_that_is_cheaper():
     """170 tasks of 1 vCPU: ten c5.4xlarge full, and ten tasks left, which took an eleventh c5.4xlarge
     (the cheapest single shape for them) where five c5.large cost less (blast's wave in bench/elastic.py)."""
-    from plastic.core.elastic_packing import (
+    from plastic.core.elastic.packing import (
         PLAN_TASKS_MAX,
         group_tasks,
         plan_groups,
@@ -340,7 +340,7 @@ def test_a_wide_scatters_last_tasks_are_packed_again_when_that_is_cheaper():
 
 
 def test_a_wide_scatter_is_packed_by_groups_with_every_rule_kept():
-    from plastic.core.elastic_packing import (
+    from plastic.core.elastic.packing import (
         PLAN_TASKS_MAX,
         group_tasks,
         plan_groups,

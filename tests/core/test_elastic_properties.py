@@ -3,7 +3,7 @@
 The world: queued tasks (some reliable), nodes that boot, run tasks, get interrupted, are created
 and terminated as the controller decides; tasks may carry runtime estimates and more work may be
 expected (due in some seconds), which a controller with a lead looks ahead at
-(plastic.core.forecast).  After every observation:
+(plastic.core.elastic.forecast).  After every observation:
 - never over the hourly budget (when it grows), never more live nodes than max_nodes;
 - never fewer than one reliable node (ready, booting, or being created);
 - never a cordon or a termination of a node with a running task;
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from plastic.core.elastic import ElasticController
-from plastic.core.elastic_model import (
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
     CreateNodes,

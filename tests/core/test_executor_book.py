@@ -1,4 +1,4 @@
-"""The executor's decisions (plastic.core.executor_book): cases, then properties over any order of events."""
+"""The executor's decisions (plastic.core.executor.book): cases, then properties over any order of events."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.executor_book import FIRST_TASK_WAIT_S, ExecutorBook, ExecutorSettings
-from plastic.core.executor_messages import (
+from plastic.core.executor.book import FIRST_TASK_WAIT_S, ExecutorBook, ExecutorSettings
+from plastic.core.executor.messages import (
     TERMINAL_STATES,
     Acknowledged,
     ConnectionLost,

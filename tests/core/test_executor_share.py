@@ -1,11 +1,18 @@
-"""The executor's share (plastic.core.executor_share): a launch makes room for it out of its tasks."""
+"""The executor's share (plastic.core.executor.share): a launch makes room for it out of its tasks."""
 
 from __future__ import annotations
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from plastic.core.executor_share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB, NEIGHBOUR_EXECUTORS, TaskShare, fit_launch, usable
+from plastic.core.executor.share import (
+    EXECUTOR_CPUS,
+    EXECUTOR_RAM_MIB,
+    NEIGHBOUR_EXECUTORS,
+    TaskShare,
+    fit_launch,
+    usable,
+)
 
 
 def test_room_left_means_nothing_is_trimmed():

@@ -1,12 +1,12 @@
-"""plastic.core.fleet: a plan's clusters on a cloud, what is still missing, and spot alternatives."""
+"""plastic.core.planning.fleet: a plan's clusters on a cloud, what is still missing, and spot alternatives."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plastic.core.fleet import ClusterOrder, alternatives, still_missing
 from plastic.core.model import Catalog, InstanceType, Market
+from plastic.core.planning.fleet import ClusterOrder, alternatives, still_missing
 
 CATALOG = Catalog((
     InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),

@@ -1,22 +1,12 @@
-"""plastic.core.forecast: when waiting tasks will be queued, and which work the nodes there are start in time."""
+"""plastic.core.elastic.forecast: when waiting tasks will be queued, and which work the nodes there are start in time."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.elastic import ElasticController
-from plastic.core.elastic_model import (
-    ClusterObserved,
-    CreateNodes,
-    ElasticPolicy,
-    NodesRequested,
-    NodeState,
-    NodeView,
-    WaitingTask,
-)
-from plastic.core.elastic_packing import fit_existing, group_tasks
-from plastic.core.forecast import (
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.forecast import (
     Progress,
     TaskProgress,
     due_in_s,
@@ -25,6 +15,16 @@ from plastic.core.forecast import (
     plan_ahead,
     room_back_at,
 )
+from plastic.core.elastic.model import (
+    ClusterObserved,
+    CreateNodes,
+    ElasticPolicy,
+    NodesRequested,
+    NodeState,
+    NodeView,
+    WaitingTask,
+)
+from plastic.core.elastic.packing import fit_existing, group_tasks
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -33,7 +33,7 @@ from plastic.core.model import (
     Resources,
     TaskSpec,
 )
-from plastic.core.plan import step_of
+from plastic.core.planning.plan import step_of
 from tests.fakes.catalogs import ELASTIC_SHAPES
 
 ONE = Resources(1, 1024)

@@ -1,10 +1,10 @@
-"""JobBook (plastic/core/jobbook.py): the framework's pure state machine, one scenario per rule."""
+"""JobBook (plastic/core/book/jobbook.py): the framework's pure state machine, one scenario per rule."""
 
 from __future__ import annotations
 
 import pytest
 
-from plastic.core.jobbook_commands import (
+from plastic.core.book.commands import (
     Acknowledge,
     DeclineOffers,
     KillTask,
@@ -15,7 +15,7 @@ from plastic.core.jobbook_commands import (
     ReviveOffers,
     SuppressOffers,
 )
-from plastic.core.jobbook_events import (
+from plastic.core.book.events import (
     AgentLost,
     AgentSeen,
     AgentsIgnored,
@@ -26,11 +26,11 @@ from plastic.core.jobbook_events import (
     StatusReceived,
     Tick,
 )
-from plastic.core.jobbook_records import TaskStateChanged
-from plastic.core.jobs import exit_code_of, split_task_id
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.jobs import exit_code_of, split_task_id
+from plastic.core.book.lifecycle import TaskState
+from plastic.core.book.placement import AgentInfo
+from plastic.core.book.records import TaskStateChanged
 from plastic.core.model import RELIABLE, Preempt, Resources, TaskUsage
-from plastic.core.placement import AgentInfo
 from tests.fakes.jobbook import BURST, BURST2, CORE, Harness
 from tests.fakes.records import of, records
 

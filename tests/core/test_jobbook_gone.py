@@ -3,9 +3,9 @@ already committed its work, it ends as finished (JobStoreChecked "gone")."""
 
 from __future__ import annotations
 
-from plastic.core.jobbook_commands import CheckJobStore, DeclineOffers, ReportJobEnd
-from plastic.core.jobbook_events import AgentLost, JobStoreChecked
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.commands import CheckJobStore, DeclineOffers, ReportJobEnd
+from plastic.core.book.events import AgentLost, JobStoreChecked
+from plastic.core.book.lifecycle import TaskState
 from tests.fakes.jobbook import BURST, BURST2, Harness
 from tests.fakes.records import of, records
 

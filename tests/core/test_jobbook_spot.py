@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_commands import KillTask
-from plastic.core.jobbook_events import AgentLost, AgentSeen, NoticeReceived, Tick
-from plastic.core.jobbook_notices import REBALANCE_MODES
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.commands import KillTask
+from plastic.core.book.events import AgentLost, AgentSeen, NoticeReceived, Tick
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.lifecycle import TaskState
+from plastic.core.book.notices import REBALANCE_MODES
+from plastic.core.book.placement import AgentInfo
 from plastic.core.model import RELIABLE, Resources
-from plastic.core.placement import AgentInfo
 from tests.fakes.jobbook import BURST, BURST2, CORE, Harness
 from tests.fakes.records import of, records
 

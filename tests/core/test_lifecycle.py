@@ -1,10 +1,10 @@
-"""The transition tables of runs, tasks and agents (plastic/core/lifecycle.py)."""
+"""The transition tables of runs, tasks and agents (plastic/core/book/lifecycle.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from plastic.core.lifecycle import (
+from plastic.core.book.lifecycle import (
     AGENT_TRANSITIONS,
     RUN_TRANSITIONS,
     TASK_TRANSITIONS,

@@ -1,4 +1,4 @@
-"""Which planned nodes a local cluster emulates (plastic.core.local_shape)."""
+"""Which planned nodes a local cluster emulates (plastic.core.planning.local_shape)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plastic.core.local_shape import local_shape
 from plastic.core.model import Market, Resources
-from plastic.core.plan import PlannedNode
+from plastic.core.planning.local_shape import local_shape
+from plastic.core.planning.plan import PlannedNode
 
 
 def node(i: int, cluster: str, vcpus: int = 2, ram: int = 4096, market: Market = Market.SPOT) -> PlannedNode:

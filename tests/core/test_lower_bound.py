@@ -1,4 +1,4 @@
-"""plastic.core.lower_bound: the LP relaxation and its dual prices.
+"""plastic.core.planning.lower_bound: the LP relaxation and its dual prices.
 
 The reference here is an independent brute force over basic solutions of the
 same LP, written out in full below.
@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plastic.core.errors import PlanningError
-from plastic.core.lower_bound import lower_bound
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -26,7 +25,8 @@ from plastic.core.model import (
     TaskSpec,
     node_shapes,
 )
-from plastic.core.planner import solve
+from plastic.core.planning.lower_bound import lower_bound
+from plastic.core.planning.planner import solve
 from tests.fakes.catalogs import (
     CATALOG,
     CHEAPEST_ON_DEMAND,

@@ -1,16 +1,15 @@
-"""Orphans of a previous leader incarnation (plastic.core.orphans, JobBook Resumed), with explicit `now`."""
+"""Orphans of a previous leader incarnation (plastic.core.book.orphans, JobBook Resumed), with explicit `now`."""
 
 from __future__ import annotations
 
-from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_commands import (
+from plastic.core.book.commands import (
     Acknowledge,
     CheckJobStore,
     KillTask,
     LoadRuntimeHistory,
     Reconcile,
 )
-from plastic.core.jobbook_events import (
+from plastic.core.book.events import (
     JobIssued,
     JobStoreChecked,
     NoticeReceived,
@@ -20,10 +19,11 @@ from plastic.core.jobbook_events import (
     StatusReceived,
     Tick,
 )
-from plastic.core.jobbook_records import Record, TaskStateChanged
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.lifecycle import TaskState
+from plastic.core.book.orphans import Orphans
+from plastic.core.book.records import Record, TaskStateChanged
 from plastic.core.model import Preempt, Resources
-from plastic.core.orphans import Orphans
 
 
 def recs(cmds, kind):

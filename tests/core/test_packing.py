@@ -1,4 +1,4 @@
-"""plastic.core.packing: placement rules, the seeds' shape choice and error messages."""
+"""plastic.core.planning.packing: placement rules, the seeds' shape choice and error messages."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from plastic.core.errors import UnplaceableTaskError
-from plastic.core.lower_bound import Prices, lower_bound
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -17,7 +16,8 @@ from plastic.core.model import (
     TaskSpec,
     node_shapes,
 )
-from plastic.core.packing import (
+from plastic.core.planning.lower_bound import Prices, lower_bound
+from plastic.core.planning.packing import (
     OpenNodes,
     PackedNode,
     ShapeMenu,
@@ -27,7 +27,7 @@ from plastic.core.packing import (
     shape_holds,
     unplaceable,
 )
-from plastic.core.planner import seeds_chooser, seeds_order
+from plastic.core.planning.planner import seeds_chooser, seeds_order
 from tests.fakes.catalogs import CATALOG, SHAPES, TYPE_NAMES, shape
 
 GIB = 1024

@@ -1,12 +1,11 @@
-"""Placement of queued tasks onto offers (plastic/core/placement.py): rules and properties."""
+"""Placement of queued tasks onto offers (plastic/core/book/placement.py): rules and properties."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
-from plastic.core.placement import (
+from plastic.core.book.placement import (
     AgentInfo,
     Offer,
     PendingTask,
@@ -16,6 +15,7 @@ from plastic.core.placement import (
     place,
     why_unplaceable,
 )
+from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
 
 CORE = AgentInfo("core-1", Resources(4, 8192), preemptible=False, cluster="core", instance_type="m5.xlarge")
 BURST = AgentInfo("burst-1", Resources(2, 4096), preemptible=True, cluster="burst", instance_type="c5.large")

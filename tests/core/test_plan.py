@@ -1,4 +1,4 @@
-"""plastic.core.plan: the preemptible tasks a static cluster has no reliable home for."""
+"""plastic.core.planning.plan: the preemptible tasks a static cluster has no reliable home for."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from plastic.core.model import (
     Resources,
     TaskSpec,
 )
-from plastic.core.plan import Plan, PlannedNode, beyond_on_demand, static_risk
+from plastic.core.planning.plan import Plan, PlannedNode, beyond_on_demand, static_risk
 
 
 def _node(name: str, market: Market, vcpus: int, ram_mib: int, itype: str = "t.x") -> PlannedNode:

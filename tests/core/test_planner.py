@@ -1,4 +1,4 @@
-"""plastic.core.planner: solve() and its public improvement steps."""
+"""plastic.core.planning.planner: solve() and its public improvement steps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plastic.core.errors import PlanningError, UnplaceableTaskError
-from plastic.core.lower_bound import lower_bound
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -19,8 +18,9 @@ from plastic.core.model import (
     TaskSpec,
     node_shapes,
 )
-from plastic.core.packing import PackedNode, allowed_on, shape_holds
-from plastic.core.planner import (
+from plastic.core.planning.lower_bound import lower_bound
+from plastic.core.planning.packing import PackedNode, allowed_on, shape_holds
+from plastic.core.planning.planner import (
     bottleneck_values,
     check_placeable,
     dual_values,

@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from plastic.core.errors import UnplaceableTaskError
-from plastic.core.lower_bound import lower_bound
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -24,7 +23,8 @@ from plastic.core.model import (
     TaskSpec,
     node_shapes,
 )
-from plastic.core.planner import solve
+from plastic.core.planning.lower_bound import lower_bound
+from plastic.core.planning.planner import solve
 from tests.fakes.catalogs import CATALOG, TYPE_NAMES
 
 OD = Market.ON_DEMAND

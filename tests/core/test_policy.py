@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from plastic.core.errors import InputError
-from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt
-from plastic.core.policy import (
+from plastic.core.book.policy import (
     EMPTY,
     POLICY_VERSION,
     PolicyError,
@@ -19,6 +17,8 @@ from plastic.core.policy import (
     resolve,
     tool_key,
 )
+from plastic.core.errors import InputError
+from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt
 
 SRC = "/runs/r1/policy.json"
 

@@ -1,9 +1,9 @@
-"""Recovery after a crash (plastic.core.recovery) and what a Toil leader's end means (plastic.core.run_end)."""
+"""Recovery after a crash (plastic.core.book.recovery) and what a Toil leader's end means (plastic.core.book.run_end)."""
 
 from __future__ import annotations
 
-from plastic.core.lifecycle import RunState
-from plastic.core.recovery import (
+from plastic.core.book.lifecycle import RunState
+from plastic.core.book.recovery import (
     FailRun,
     ResumeRun,
     child_ended,
@@ -11,7 +11,7 @@ from plastic.core.recovery import (
     queue_again,
     toil_start,
 )
-from plastic.core.run_end import run_end
+from plastic.core.book.run_end import run_end
 
 
 def test_toil_restarts_on_a_saved_workflow_else_starts_again_wiping_what_it_left():
@@ -68,7 +68,7 @@ def test_a_leader_that_did_not_succeed_on_a_full_disk_is_a_stopped_run_left_runn
 
 
 def test_a_run_missing_from_redis_is_recorded_again_only_if_it_started_nothing():
-    from plastic.core.recovery import record_again
+    from plastic.core.book.recovery import record_again
 
     assert record_again(None, started=False)
     assert record_again(RunState.SUBMITTED, started=False)

@@ -1,5 +1,5 @@
-"""The end-of-run report (plastic.core.report: build_report and the live RunTally) and the live progress
-fold (plastic.core.progress)."""
+"""The end-of-run report (plastic.core.account.report: build_report and the live RunTally) and the live progress
+fold (plastic.core.account.progress)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.progress import Progress
-from plastic.core.report import (
+from plastic.core.account.progress import Progress
+from plastic.core.account.report import (
     NODE_KINDS,
     AgentSpan,
     RunEvent,

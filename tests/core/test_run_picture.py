@@ -1,14 +1,14 @@
-"""The picture of a run (plastic.core.run_picture), from small hand-made event lists: attempts, lanes,
+"""The picture of a run (plastic.core.account.picture), from small hand-made event lists: attempts, lanes,
 marks, the cost over time and the plan beside what ran."""
 
 from __future__ import annotations
 
 import pytest
 
+from plastic.core.account.picture import build_picture
+from plastic.core.account.report import AgentSpan
 from plastic.core.model import Market, Resources
-from plastic.core.plan import Plan, PlannedNode
-from plastic.core.report import AgentSpan
-from plastic.core.run_picture import build_picture
+from plastic.core.planning.plan import Plan, PlannedNode
 from tests.fakes.stories import CORE, SPOT, ev, preempted_story
 
 

@@ -1,4 +1,4 @@
-"""plastic.core.simplex.maximize: max c.x s.t. A x <= b, x >= 0, b >= 0."""
+"""plastic.core.planning.simplex.maximize: max c.x s.t. A x <= b, x >= 0, b >= 0."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.simplex import maximize
+from plastic.core.planning.simplex import maximize
 
 TOL = 1e-7
 

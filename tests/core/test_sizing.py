@@ -1,4 +1,4 @@
-"""Waves, budget and the plan as a whole (plastic/core/waves.py, sizing.py, plan.py)."""
+"""Waves, budget and the plan as a whole (plastic/core/planning/waves.py, sizing.py, plan.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from plastic.core.model import (
     TaskSpec,
     Workload,
 )
-from plastic.core.plan import PlanOptions, plan_from_json, plan_to_json
-from plastic.core.sizing import minimal_cluster, plan_workload
-from plastic.core.waves import find_waves, topological_order
+from plastic.core.planning.plan import PlanOptions, plan_from_json, plan_to_json
+from plastic.core.planning.sizing import minimal_cluster, plan_workload
+from plastic.core.planning.waves import find_waves, topological_order
 
 GIB = 1024
 CATALOG = Catalog((

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plastic.core.spot_events import (
+from plastic.core.book.spot_events import (
     DETAIL_TYPES,
     INTERRUPTION_WARNING,
     REBALANCE_RECOMMENDATION,

@@ -1,8 +1,8 @@
-"""Asked for against used, per step (plastic.core.usage_report): the fold, the findings, the money."""
+"""Asked for against used, per step (plastic.core.account.usage): the fold, the findings, the money."""
 
 from __future__ import annotations
 
-from plastic.core.usage_report import UsageTally
+from plastic.core.account.usage import UsageTally
 
 
 def tally(*ended, vcpus=2, ram_mib=4096, step="align"):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from plastic.core.errors import InputError, TraceError
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Workload
-from plastic.core.wfcommons import workload_from_wfcommons
+from plastic.core.planning.wfcommons import workload_from_wfcommons
 
 SRC = "trace.json"
 MIB = 1 << 20

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from plastic.core.annotations import ARVADOS_USE_PREEMPTIBLE
+from plastic.core.planning.annotations import ARVADOS_USE_PREEMPTIBLE
 from plastic.cwl.lower import lower_workflow
 from tests.cwl.helpers import CWLTOOL, data
 from tests.cwl.netrecord import ProxyRecorder, proxy_env, proxy_recorder

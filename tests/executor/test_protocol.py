@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from plastic.core.executor_messages import SendUpdate
+from plastic.core.executor.messages import SendUpdate
 from plastic.core.model import TaskUsage
 from plastic.executor.protocol import (
     ExecutorEnvironmentError,

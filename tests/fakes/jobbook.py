@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import itertools
 
-from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_commands import LaunchTasks
-from plastic.core.jobbook_events import JobIssued, OffersReceived, RuntimeHistoryLoaded, StatusReceived
+from plastic.core.book.commands import LaunchTasks
+from plastic.core.book.events import JobIssued, OffersReceived, RuntimeHistoryLoaded, StatusReceived
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.placement import AgentInfo, Offer
 from plastic.core.model import PREEMPTIBLE, Resources
-from plastic.core.placement import AgentInfo, Offer
 from tests.fakes.records import of
 
 CORE = AgentInfo("core", Resources(4, 8192), preemptible=False, cluster="core", instance_type="m5.xlarge")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from plastic.core.jobbook_records import Record
+from plastic.core.book.records import Record
 from plastic.framework.recorder import RecordListener
 
 

@@ -3,7 +3,7 @@ job preempted at a spot notice and run again."""
 
 from __future__ import annotations
 
-from plastic.core.report import AgentSpan, RunEvent
+from plastic.core.account.report import AgentSpan, RunEvent
 
 CORE = AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085)
 SPOT = AgentSpan("spot-1", "burst", True, "m5.large", 0.0326, 0.096)

@@ -2,7 +2,7 @@
 
 - after every step, the run's records in a real Redis (written by the StoreRecorder from what the
   JobBook returned) hold, for every task and agent, exactly the state the JobBook has;
-- at the end of every example, the decisions log of the whole sequence replays (plastic.core.replay)
+- at the end of every example, the decisions log of the whole sequence replays (plastic.core.book.replay)
   into a fresh book and gives the same commands and records.
 
 The events are those of tests/core/jobbook_machine.py (its rules are reused).
@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant
 
+from plastic.core.book.events import RuntimeHistoryLoaded
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.replay import output_line, replay
 from plastic.core.codec import encode
-from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_events import RuntimeHistoryLoaded
-from plastic.core.replay import output_line, replay
 from plastic.framework.store_recorder import StoreRecorder
 from plastic.store import Store, start_embedded
 from tests.core.jobbook_machine import ESTIMATES, JobBookMachine

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.notices import NoticeFollower

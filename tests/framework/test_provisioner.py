@@ -6,8 +6,8 @@ ElasticController; agents appear to the framework as the fake driver's offers fo
 
 from __future__ import annotations
 
-from plastic.core.elastic import ElasticController
-from plastic.core.elastic_model import ElasticPolicy, NodeState
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.model import ElasticPolicy, NodeState
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.provisioner import Provisioner
@@ -212,8 +212,8 @@ def test_the_run_s_plan_gives_cluster_names_and_tasks_and_a_bad_one_one_line(tmp
     from plastic.catalogs import load_catalog
     from plastic.core.errors import PlasticError
     from plastic.core.model import Workload
-    from plastic.core.plan import plan_to_json
-    from plastic.core.sizing import plan_workload
+    from plastic.core.planning.plan import plan_to_json
+    from plastic.core.planning.sizing import plan_workload
     from plastic.framework.elastic_options import read_plan
     from tests.fakes.workloads import dag
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.jobbook_events import JobIssued, RuntimeHistoryLoaded
+from plastic.core.book.events import JobIssued, RuntimeHistoryLoaded
+from plastic.core.book.runtimes import RuntimeHistory
 from plastic.core.model import PREEMPTIBLE, Resources
-from plastic.core.runtimes import RuntimeHistory
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.run_store import runtime_history
 from plastic.store import Store, start_embedded
@@ -80,10 +80,10 @@ def test_redis_gone_answers_no_history_and_the_run_goes_on(tmp_path):
 
 
 def test_a_plan_with_runtimes_gives_each_tool_the_runtimes_of_its_step():
-    """plastic.core.runtimes.planned_runtimes: the plan's tasks (one per step or scatter element) by the
+    """plastic.core.book.runtimes.planned_runtimes: the plan's tasks (one per step or scatter element) by the
     step each policy tool runs; a step without runtimes, and a tool without a step, give nothing."""
+    from plastic.core.book.runtimes import planned_runtimes
     from plastic.core.model import RELIABLE, TaskSpec
-    from plastic.core.runtimes import planned_runtimes
 
     tasks = [TaskSpec("split", 1, 512, RELIABLE, 12.0),
              *(TaskSpec(f"per/sort[{i}]", 1, 512, PREEMPTIBLE, 30.0 + i) for i in range(3)),

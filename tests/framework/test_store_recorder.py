@@ -6,9 +6,9 @@ import itertools
 import json
 import logging
 
-from plastic.core.jobbook_events import NoticeReceived, Tick
-from plastic.core.jobbook_records import JobPlaceableAgain, JobQueued, TaskStateChanged
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.events import NoticeReceived, Tick
+from plastic.core.book.lifecycle import TaskState
+from plastic.core.book.records import JobPlaceableAgain, JobQueued, TaskStateChanged
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
 from plastic.framework.adapter import Framework, TaskCommand
 from plastic.framework.store_recorder import StoreRecorder, preempt_json

@@ -18,9 +18,9 @@ pytest.importorskip("toil")
 from toil.batchSystems.abstractBatchSystem import BatchJobExitReason
 from toil.common import Config, InconsistentConfigurationError
 
-from plastic.core.jobbook_commands import ReportJobEnd
+from plastic.core.book.commands import ReportJobEnd
+from plastic.core.book.policy import POLICY_VERSION, PolicyError
 from plastic.core.model import RELIABLE, Preempt
-from plastic.core.policy import POLICY_VERSION, PolicyError
 from plastic.framework.run_store import load_policy, open_run
 from plastic.framework.toil_batch import (
     NOTHING_ISSUED_WAIT_S,

@@ -21,7 +21,7 @@ import yaml
 
 pytest.importorskip("toil")
 
-from plastic.core.policy import POLICY_VERSION
+from plastic.core.book.policy import POLICY_VERSION
 from plastic.local.testing import LocalCluster
 from plastic.store import AttemptOutcome, Store, start_embedded
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from plastic.executor.protocol import executor_info, task_data, usage_of
 from plastic.framework.task_info import EXECUTOR_ID, TaskInfoBuilder, TaskSpec
 from plastic.mesos.offers import offer_of
-from tests.local.rawmesos import attrs, scalar, task_info
+from tests.local.rawmesos import attrs, operator, scalar, task_info
 from tests.waiting import eventually
 
 
@@ -18,6 +18,12 @@ def executor_task(task_id: str, agent_id: str, command: str, executor_command: s
     info["executor"] = executor_info(executor_id, executor_command)
     info["data"] = task_data({"value": command, "shell": True})
     return info
+
+
+def agent_total_cpus(master_url: str, agent_id: str) -> float:
+    """The agent's whole cpus (the master's GET_AGENTS), whatever its offers hold now."""
+    agents = operator(master_url, "GET_AGENTS").json()["get_agents"]["agents"]
+    return scalar(next(a for a in agents if a["agent_info"]["id"]["value"] == agent_id)["total_resources"], "cpus")
 
 
 def launch(s, offer: dict, infos: list[dict]) -> None:
@@ -116,7 +122,7 @@ def test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task(clu
     a = scheduler(cluster.master_url, "executor-neighbour")
     offer = core_offer(a)
     agent = offer["agent_id"]["value"]
-    total = scalar(offer["resources"], "cpus")
+    total = agent_total_cpus(cluster.master_url, agent)
     launch(a, offer, [executor_task("neighbour-1", agent, "true", f"{executor_command} --idle-seconds 600")])
     a.wait_update("neighbour-1", "TASK_FINISHED", timeout=30)
     assert a.call("SUPPRESS").status_code == 202  # framework a keeps its executor there and wants nothing
@@ -125,8 +131,10 @@ def test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task(clu
     if held:
         a.call("DECLINE", decline={"offer_ids": [o["id"] for o in held], "filters": {"refuse_seconds": 600.0}})
     b = scheduler(cluster.master_url, "executor-whole-agent")
+    # (the executors of earlier tests' frameworks may still be leaving: wait for the agent's whole offer)
     seen = b.take_offer(lambda o: o["agent_id"]["value"] == agent and not o.get("executor_ids")
-                        and total - 0.02 < scalar(o["resources"], "cpus") < total, timeout=60)
+                        and scalar(o["resources"], "cpus") >= total - 0.02, timeout=120)
+    assert scalar(seen["resources"], "cpus") < total  # framework a's executor holds its share
     placed = offer_of(seen, EXECUTOR_ID)
     assert placed.available.vcpus == int(total), placed  # the whole agent, for a placer of whole vcpus
     spec = TaskSpec(name="whole", task_id="whole-1", agent_id=agent, cpus=placed.available.vcpus, ram_mib=256,

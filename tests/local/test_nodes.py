@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from plastic.core.elastic_model import NodeState
+from plastic.core.elastic.model import NodeState
 from plastic.core.model import Market
 from plastic.local.testing import LocalCluster, LocalClusterError
 from plastic.providers import NodeRequest

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from plastic.core.lifecycle import RunState, TaskState
+from plastic.core.book.lifecycle import RunState, TaskState
 from plastic.procs import pid_alive, stop_process
 from plastic.service.service import MAX_RESUMES, Service, submission_fields
 from plastic.store import Store, start_embedded

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plastic.core.lifecycle import RunState
+from plastic.core.book.lifecycle import RunState
 from plastic.procs import stop_process
 from plastic.service.service import Service, submission_fields
 from plastic.store import Store, start_embedded

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from plastic.core.lifecycle import TABLES
+from plastic.core.book.lifecycle import TABLES
 from plastic.store import Store
 
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from plastic.core.lifecycle import AGENT_TRANSITIONS, AgentState, TransitionError
+from plastic.core.book.lifecycle import AGENT_TRANSITIONS, AgentState, TransitionError
 from plastic.store import UnknownRecordError
 
 from .helpers import path_to

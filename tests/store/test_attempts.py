@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.lifecycle import TaskState, TransitionError
+from plastic.core.book.lifecycle import TaskState, TransitionError
 from plastic.store import AttemptOutcome, AttemptRecord
 
 T = TaskState

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from plastic.core.lifecycle import TaskState, TransitionError
+from plastic.core.book.lifecycle import TaskState, TransitionError
 
 from .helpers import bring_task_to
 

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from plastic.core.book.lifecycle import TaskState
 from plastic.core.errors import InputError
-from plastic.core.lifecycle import TaskState
 from plastic.store import Store, StoreError, connect, start_embedded
 from plastic.store.embedded import (
     CONNECT_TIMEOUT_S,

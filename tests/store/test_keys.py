@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.lifecycle import TABLES, allowed
+from plastic.core.book.lifecycle import TABLES, allowed
 from plastic.store.keys import DEFAULT_PREFIX, Keys, check_run_id
 from plastic.store.scripts import lua_tables
 

@@ -8,7 +8,7 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plastic.core.lifecycle import TaskState, TransitionError, allowed
+from plastic.core.book.lifecycle import TaskState, TransitionError, allowed
 from plastic.store import Store
 
 TASKS = ["a", "b", "c"]

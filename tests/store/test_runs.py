@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.lifecycle import RUN_TRANSITIONS, RunState, TransitionError
+from plastic.core.book.lifecycle import RUN_TRANSITIONS, RunState, TransitionError
 from plastic.store import RecordExistsError, Store, UnknownRecordError
 
 from .helpers import path_to

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.core.lifecycle import TASK_TRANSITIONS, TaskState, TransitionError, allowed
+from plastic.core.book.lifecycle import TASK_TRANSITIONS, TaskState, TransitionError, allowed
 from plastic.store import Store, UnknownRecordError
 
 from .helpers import bring_task_to

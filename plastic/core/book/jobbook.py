@@ -2,22 +2,22 @@
 
 The dask worker-state-machine shape: `handle(event, now) -> list[Command | Record]`, no I/O, no clock
 reads (time comes in as `now`); `validate()` checks the invariants (for tests).  The shell applies one
-event (plastic.core.jobbook_events) at a time under its lock, carries out the commands
+event (plastic.core.book.events) at a time under its lock, carries out the commands
 (jobbook_commands) unchanged and stores the records (jobbook_records) as they are: Redis holds the
 task and agent states decided here (TaskStateChanged, AgentStateChanged), so Redis and what Toil is
-told cannot disagree.  `config()` and the events are all a replay needs (plastic.core.replay).
+told cannot disagree.  `config()` and the events are all a replay needs (plastic.core.book.replay).
 
-A job (a Toil batch-job id) runs as one or more attempts (plastic.core.jobs); an infrastructure loss
+A job (a Toil batch-job id) runs as one or more attempts (plastic.core.book.jobs); an infrastructure loss
 (spot preemption, drained or lost agent, dropped launch) requeues it under a new attempt, so the Toil
 leader sees no failure; a job ends (ReportJobEnd) exactly once.  Task states follow
-plastic.core.lifecycle (QUEUED -> LAUNCHING -> STARTING -> RUNNING -> FINISHED | FAILED, live ->
+plastic.core.book.lifecycle (QUEUED -> LAUNCHING -> STARTING -> RUNNING -> FINISHED | FAILED, live ->
 KILLING -> KILLED, live -> LOST -> QUEUED).  A requeued job whose earlier attempt may have committed
 its work waits for the job store's answer (CheckJobStore "gone") before it is placed again.
 
-Spot notices: plastic.core.jobbook_notices; runtime estimates: plastic.core.runtimes (this run's
+Spot notices: plastic.core.book.notices; runtime estimates: plastic.core.book.runtimes (this run's
 finished jobs, and the history the shell loads when asked: LoadRuntimeHistory); idle agents and
-starving jobs: plastic.core.jobbook_health; the previous leader's tasks after a resume:
-plastic.core.orphans (before Resumed, a status of an unknown task is only recorded).
+starving jobs: plastic.core.book.health; the previous leader's tasks after a resume:
+plastic.core.book.orphans (before Resumed, a status of an unknown task is only recorded).
 """
 
 from __future__ import annotations
@@ -26,15 +26,13 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from plastic.core import jobbook_commands as cmd
-from plastic.core import jobbook_events as evt
-from plastic.core import jobbook_records as rec
-from plastic.core import placement as pl
-from plastic.core.jobbook_health import ProvisioningHealth
-from plastic.core.jobbook_invariants import check_invariants
-from plastic.core.jobbook_notices import RebalanceMode, SpotNotices
-from plastic.core.jobbook_records import AttemptEnded, TaskStateChanged
-from plastic.core.jobs import (
+from plastic.core.book import commands as cmd
+from plastic.core.book import events as evt
+from plastic.core.book import placement as pl
+from plastic.core.book import records as rec
+from plastic.core.book.health import ProvisioningHealth
+from plastic.core.book.invariants import check_invariants
+from plastic.core.book.jobs import (
     ENDED,
     EXIT_UNKNOWN,
     LIVE,
@@ -45,7 +43,7 @@ from plastic.core.jobs import (
     loss_cause,
     split_task_id,
 )
-from plastic.core.lifecycle import (
+from plastic.core.book.lifecycle import (
     AgentState,
     AttemptOutcome,
     JobOutcome,
@@ -53,8 +51,10 @@ from plastic.core.lifecycle import (
     allowed,
     check_transition,
 )
-from plastic.core.orphans import LIVE_RECORDS, Orphans
-from plastic.core.runtimes import RuntimeHistory
+from plastic.core.book.notices import RebalanceMode, SpotNotices
+from plastic.core.book.orphans import LIVE_RECORDS, Orphans
+from plastic.core.book.records import AttemptEnded, TaskStateChanged
+from plastic.core.book.runtimes import RuntimeHistory
 
 S = TaskState
 _ATTEMPT_OUTCOME = {JobOutcome.FINISHED: AttemptOutcome.FINISHED, JobOutcome.FAILED: AttemptOutcome.FAILED,
@@ -591,5 +591,5 @@ class JobBook:
     # ------------------------------------------------------------ invariants
 
     def validate(self) -> None:
-        """Raise AssertionError when an invariant does not hold (for tests): plastic.core.jobbook_invariants."""
+        """Raise AssertionError when an invariant does not hold (for tests): plastic.core.book.invariants."""
         check_invariants(self)

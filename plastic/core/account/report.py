@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from plastic.core.account.usage import StepUsage, UsageTally
 from plastic.core.model import Catalog, InstanceType
-from plastic.core.plan import PlannedNode
-from plastic.core.usage_report import StepUsage, UsageTally
+from plastic.core.planning.plan import PlannedNode
 
 SECONDS_PER_HOUR = 3600.0
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plastic.core.plan import PlannedNode
+from plastic.core.planning.plan import PlannedNode
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plastic.core.lifecycle import RunState
+from plastic.core.book.lifecycle import RunState
 
 MAX_RESUMES = 3
 FINAL = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})

@@ -1,11 +1,11 @@
-"""The invariants of a JobBook (plastic.core.jobbook), checked after every step in the tests; pure."""
+"""The invariants of a JobBook (plastic.core.book.jobbook), checked after every step in the tests; pure."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from plastic.core.jobs import ENDED, LIVE
-from plastic.core.lifecycle import TaskState
+from plastic.core.book.jobs import ENDED, LIVE
+from plastic.core.book.lifecycle import TaskState
 
 S = TaskState
 

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
 from plastic.core.model import TaskSpec
-from plastic.core.plan import step_of
+from plastic.core.planning.plan import step_of
 from plastic.core.stats import percentile
 
 KEEP_PER_TOOL = 200

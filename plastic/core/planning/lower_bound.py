@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from plastic.core.errors import PlanningError
 from plastic.core.model import NodeShape, Resources, TaskSpec
-from plastic.core.simplex import maximize
+from plastic.core.planning.simplex import maximize
 
 
 @dataclass(frozen=True, slots=True)

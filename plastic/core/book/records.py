@@ -1,4 +1,4 @@
-"""Records: what the JobBook (plastic.core.jobbook) says happened, typed, in the past tense.
+"""Records: what the JobBook (plastic.core.book.jobbook) says happened, typed, in the past tense.
 
 Each record has a ``kind`` (the name it has in the decisions log, the run's Redis event stream and
 the report) and ``fields`` (its values by name, the same names everywhere).  The shell stores them
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from plastic.core.lifecycle import AgentState, AttemptOutcome, TaskState
+from plastic.core.book.lifecycle import AgentState, AttemptOutcome, TaskState
 from plastic.core.model import TaskUsage
 
 

@@ -12,7 +12,7 @@ its priced agents and its plan, `build_picture` makes:
   for, created, released, interrupted or refused;
 - cost over time: the run's cumulative USD and the same agent-time all on-demand, sampled at the
   agents' start and end times and the marks' times (the agents' windows and prices are those of
-  plastic.core.report, so the last point is the report's cost);
+  plastic.core.account.report, so the last point is the report's cost);
 - the plan's clusters (node count, instance type, USD per hour) beside what ran (the report's).
 
 An attempt ends at the first record that ends it: its ``task_state`` move carrying the ended
@@ -30,8 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from plastic.core.plan import Plan
-from plastic.core.report import (
+from plastic.core.account.report import (
     AgentSpan,
     RunEvent,
     RunReport,
@@ -39,6 +38,7 @@ from plastic.core.report import (
     build_report,
     list_field,
 )
+from plastic.core.planning.plan import Plan
 
 MAX_COST_POINTS = 600
 OUTCOMES = ("finished", "failed", "preempted", "lost", "killed", "running")

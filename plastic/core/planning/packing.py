@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from plastic.core.errors import UnplaceableTaskError
-from plastic.core.lower_bound import Prices
 from plastic.core.model import NodeShape, Resources, TaskSpec, type_allowed
+from plastic.core.planning.lower_bound import Prices
 
 
 class OpenNode:

@@ -1,4 +1,4 @@
-"""The elastic controller's inputs, decisions and records (plastic.core.elastic), pure values.
+"""The elastic controller's inputs, decisions and records (plastic.core.elastic.controller), pure values.
 
 What the controller sees at each observation: the queued tasks (shape, whether they need a reliable
 node, a pinned type, how long they have waited) and the nodes (cluster, type, market, state, how much
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
-from plastic.core.jobbook_records import Record
+from plastic.core.book.records import Record
 from plastic.core.model import Market, Resources
 
 
@@ -37,7 +37,7 @@ class WaitingTask:
     instance_type: str | None = None
     waited_s: float = 0.0
     due_in_s: float = 0.0  # an expected task (ClusterObserved.expected): queued in this many seconds
-    runtime_s: float | None = None  # its estimate, when there is one (plastic.core.forecast)
+    runtime_s: float | None = None  # its estimate, when there is one (plastic.core.elastic.forecast)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ class ClusterObserved:
 
     queued: tuple[WaitingTask, ...]
     nodes: tuple[NodeView, ...]
-    expected: tuple[WaitingTask, ...] = ()  # not queued yet; forecast (plastic.core.forecast) by due_in_s
+    expected: tuple[WaitingTask, ...] = ()  # not queued yet; forecast (plastic.core.elastic.forecast) by due_in_s
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plastic.core.lifecycle import RunState
+from plastic.core.book.lifecycle import RunState
 
 EXIT_CANCELLED = 130  # as a shell reports SIGINT
 EXIT_STOPPED = 75  # EX_TEMPFAIL: stopped for want of disk space; `plastic run --resume` goes on

@@ -1,7 +1,7 @@
-"""The JobBook's record of one Toil job and of each attempt to run it on Mesos (plastic.core.jobbook).
+"""The JobBook's record of one Toil job and of each attempt to run it on Mesos (plastic.core.book.jobbook).
 
 One job (a Toil batch-job id) runs as one or more attempts; attempt k has the Mesos task id
-`<job_id>.<k>` (k from 1).  Task states follow plastic.core.lifecycle.
+`<job_id>.<k>` (k from 1).  Task states follow plastic.core.book.lifecycle.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from plastic.core import placement as pl
-from plastic.core.lifecycle import TaskState
+from plastic.core.book import placement as pl
+from plastic.core.book.lifecycle import TaskState
 from plastic.core.model import Preempt, Resources, TaskUsage
 
 S = TaskState
@@ -87,7 +87,7 @@ class Job:
     issued_at: float
     job_store_id: str | None = None
     name: str | None = None  # the Mesos task name (Toil's display name)
-    step: str | None = None  # the CWL step it runs (plastic.core.policy), when known
+    step: str | None = None  # the CWL step it runs (plastic.core.book.policy), when known
     state: TaskState = S.QUEUED
     attempt: int = 1
     preemptions: int = 0

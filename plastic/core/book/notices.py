@@ -1,4 +1,4 @@
-"""Spot notices as the JobBook (plastic.core.jobbook) sees them: a small state object, pure.
+"""Spot notices as the JobBook (plastic.core.book.jobbook) sees them: a small state object, pure.
 
 A terminate notice drains the agent at once: nothing new is placed there, and each task running on
 it either stays (LeftToFinish) when its tool's runtime estimate, less the time it has run, ends a
@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from plastic.core import placement as pl
-from plastic.core.jobs import Job
+from plastic.core.book import placement as pl
+from plastic.core.book.jobs import Job
 
 # What a rebalance recommendation does to an agent: nothing but a record (ignore), no new long or
 # unknown-length tasks there (avoid-long), or no new tasks at all (drain).  Running tasks are never

@@ -20,7 +20,6 @@ import heapq
 from collections.abc import Sequence
 
 from plastic.core.errors import BudgetExceededError, PlanningError
-from plastic.core.lower_bound import lower_bound
 from plastic.core.model import (
     Catalog,
     Market,
@@ -31,15 +30,16 @@ from plastic.core.model import (
     Workload,
     node_shapes,
 )
-from plastic.core.packing import (
+from plastic.core.planning.lower_bound import lower_bound
+from plastic.core.planning.packing import (
     PackedNode,
     allowed_on,
     cheapest_holding,
     pack,
     shape_holds,
 )
-from plastic.core.plan import Plan, PlannedNode, PlanOptions, cluster_names
-from plastic.core.planner import (
+from plastic.core.planning.plan import Plan, PlannedNode, PlanOptions, cluster_names
+from plastic.core.planning.planner import (
     RunEach,
     bottleneck_values,
     check_placeable,
@@ -51,7 +51,7 @@ from plastic.core.planner import (
     sort_nodes,
     value_order,
 )
-from plastic.core.waves import Waves, find_waves
+from plastic.core.planning.waves import Waves, find_waves
 
 
 def plan_workload(workload: Workload, catalog: Catalog, *, reserve: Reserve = Reserve(),

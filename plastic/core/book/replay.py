@@ -16,10 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plastic.core import jobbook_commands, jobbook_events, model, placement
+from plastic.core import model
+from plastic.core.book import commands as jobbook_commands
+from plastic.core.book import events as jobbook_events
+from plastic.core.book import placement
+from plastic.core.book.jobbook import JobBook
+from plastic.core.book.records import Record
 from plastic.core.codec import decode, encode, registry
-from plastic.core.jobbook import JobBook
-from plastic.core.jobbook_records import Record
 
 EVENT_TYPES = registry([
     *(getattr(jobbook_events, n) for n in ("JobIssued", "KillRequested", "OffersReceived", "OfferRescinded",

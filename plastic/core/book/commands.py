@@ -1,8 +1,8 @@
-"""Commands: what the JobBook (plastic.core.jobbook) tells the shell to do, in the imperative.
+"""Commands: what the JobBook (plastic.core.book.jobbook) tells the shell to do, in the imperative.
 
 Frozen dataclasses of plain values; the shell carries each out unchanged and decides nothing.  The
 book's records of what happened (for the decisions log, Redis and the report) are in
-plastic.core.jobbook_records.
+plastic.core.book.records.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from plastic.core.lifecycle import JobOutcome
+from plastic.core.book.lifecycle import JobOutcome
+from plastic.core.book.placement import ReviveOffers, SuppressOffers
 from plastic.core.model import Resources
-from plastic.core.placement import ReviveOffers, SuppressOffers
 
 __all__ = ["Acknowledge", "CheckJobStore", "DeclineOffers", "JobStoreQuestion", "KillTask", "LaunchTasks",
            "LoadRuntimeHistory", "Reconcile", "ReportJobEnd", "ReportUnplaceable", "ReviveOffers",

@@ -1,4 +1,4 @@
-"""Events: what the JobBook (plastic.core.jobbook) is told happened, in the past tense.
+"""Events: what the JobBook (plastic.core.book.jobbook) is told happened, in the past tense.
 
 Frozen dataclasses of plain values.  The shell turns the outside world into these (driver callbacks,
 the Toil leader's calls, notices from Redis, answers to the book's own questions) and nothing else
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from plastic.core.book.placement import AgentInfo, Offer
 from plastic.core.model import Preempt, Resources, TaskUsage
-from plastic.core.placement import AgentInfo, Offer
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +126,7 @@ class PriorTask:
 class Resumed:
     """A new leader incarnation took the framework over (plastic run --resume): ``prior`` are the
     run's records of the previous leaders' unfinished tasks.  The book decides what becomes of each
-    (plastic.core.orphans).  ``framework_removed``: the master had removed the framework (its
+    (plastic.core.book.orphans).  ``framework_removed``: the master had removed the framework (its
     failover timeout ran out) and so killed all its tasks; the new leader subscribed anew."""
 
     prior: tuple[PriorTask, ...] = ()

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from plastic.core.elastic_model import NodeState, NodeView, WaitingTask
-from plastic.core.elastic_packing import Room, fit_into, group_tasks, rooms_of
+from plastic.core.elastic.model import NodeState, NodeView, WaitingTask
+from plastic.core.elastic.packing import Room, fit_into, group_tasks, rooms_of
 from plastic.core.model import TaskSpec, type_allowed
-from plastic.core.plan import step_of
+from plastic.core.planning.plan import step_of
 
 
 class Progress(StrEnum):

@@ -1,6 +1,6 @@
 """What plastic's Mesos executor is told (events, past tense) and what it tells its shell (commands).
 
-The executor's decisions live in plastic.core.executor_book; these are the plain values crossing the
+The executor's decisions live in plastic.core.executor.book; these are the plain values crossing the
 line between that book and its shell (plastic.executor), which turns the agent's stream and the
 task processes into events and carries the commands out without deciding anything.
 """

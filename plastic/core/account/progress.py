@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from plastic.core.report import RunEvent, list_field
+from plastic.core.account.report import RunEvent, list_field
 
 SPOT_KINDS = frozenset({"notice", "drain_kill", "let_finish", "requeue", "escalation", "agent_lost", "unplaceable"})
 

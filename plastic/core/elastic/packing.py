@@ -1,6 +1,6 @@
-"""Packing for the elastic controller (plastic.core.elastic), pure.
+"""Packing for the elastic controller (plastic.core.elastic.controller), pure.
 
-Two steps, both with the planner's rules (plastic.core.packing: reliable tasks only on on-demand
+Two steps, both with the planner's rules (plastic.core.planning.packing: reliable tasks only on on-demand
 shapes, a pinned type only on that type, first-fit decreasing, the cheapest shape that fits):
 
 1. `fit_existing`: queued tasks onto the free room of the nodes there are (ready and booting), by
@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from plastic.core.elastic_model import NodeView, WaitingTask
-from plastic.core.lower_bound import lower_bound
+from plastic.core.elastic.model import NodeView, WaitingTask
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -32,8 +31,9 @@ from plastic.core.model import (
     TaskSpec,
     type_allowed,
 )
-from plastic.core.packing import PackedNode, ShapeMenu, pack
-from plastic.core.planner import (
+from plastic.core.planning.lower_bound import lower_bound
+from plastic.core.planning.packing import PackedNode, ShapeMenu, pack
+from plastic.core.planning.planner import (
     bottleneck_values,
     lookahead_chooser,
     right_size,

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from plastic.core.errors import PlanningError
-from plastic.core.lower_bound import LowerBound, Prices, lower_bound
 from plastic.core.model import Market, NodeShape, TaskSpec, type_allowed
-from plastic.core.packing import (
+from plastic.core.planning.lower_bound import LowerBound, Prices, lower_bound
+from plastic.core.planning.packing import (
     OpenNode,
     OpenNodes,
     PackedNode,

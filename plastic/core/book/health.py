@@ -1,4 +1,4 @@
-"""Provisioning health of the JobBook (plastic.core.jobbook): a small state object checked on every
+"""Provisioning health of the JobBook (plastic.core.book.jobbook): a small state object checked on every
 Tick, pure.
 
 Two signals for whoever sizes the cluster (the elastic controller, Toil's scaler, a human):
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from plastic.core import placement as pl
-from plastic.core.jobbook_records import AgentIdled, JobStarved, Record
-from plastic.core.jobs import Job
+from plastic.core.book import placement as pl
+from plastic.core.book.jobs import Job
+from plastic.core.book.records import AgentIdled, JobStarved, Record
 
 
 class ProvisioningHealth:

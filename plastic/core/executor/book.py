@@ -1,7 +1,7 @@
 """plastic's Mesos executor as a state machine: events in, commands out, no I/O and no clock.
 
 One executor runs every task one framework places on one agent.  The book decides, for each event
-(plastic.core.executor_messages), what the shell does: start a task's process, signal its group,
+(plastic.core.executor.messages), what the shell does: start a task's process, signal its group,
 send a status update, subscribe again, leave.  What it guarantees:
 
 - every task it is given ends with exactly one terminal update: FINISHED (exit 0), FAILED (another
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from plastic.core.executor_messages import (
+from plastic.core.executor.messages import (
     TERMINAL_STATES,
     Acknowledged,
     ConnectionLost,

@@ -46,9 +46,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from plastic.core.jobbook_commands import CheckJobStore, KillTask
-from plastic.core.jobbook_events import PriorTask
-from plastic.core.jobbook_records import (
+from plastic.core.book.commands import CheckJobStore, KillTask
+from plastic.core.book.events import PriorTask
+from plastic.core.book.jobs import split_task_id
+from plastic.core.book.lifecycle import TaskState
+from plastic.core.book.records import (
     OrphanAdopted,
     OrphanCheckAsked,
     OrphanEnded,
@@ -56,8 +58,6 @@ from plastic.core.jobbook_records import (
     OrphanUnknown,
     TaskStateChanged,
 )
-from plastic.core.jobs import split_task_id
-from plastic.core.lifecycle import TaskState
 
 TERMINAL = frozenset({"TASK_FINISHED", "TASK_FAILED", "TASK_ERROR", "TASK_KILLED", "TASK_LOST",
                       "TASK_UNREACHABLE", "TASK_GONE", "TASK_GONE_BY_OPERATOR", "TASK_DROPPED", "TASK_UNKNOWN"})

@@ -4,14 +4,14 @@ The Karpenter split: this module decides (create, cordon, terminate, with reason
 (plastic.providers) creates and terminates nodes, and the shell (plastic.framework.provisioner)
 turns the world into observations.  `handle(event, now)` takes an observation (ClusterObserved: the
 queued tasks and every node) or the provider's answer to a creation, and returns commands and records
-(plastic.core.elastic_model).  Inputs are sorted before use, so the same observation in any order
+(plastic.core.elastic.model).  Inputs are sorted before use, so the same observation in any order
 gives the same decisions.
 
 Rules, each observation:
 
 - Capacity: ready and booting nodes, and creations asked for but not yet seen, count; a node being
   released (cordoned) does not.  Queued work is first fitted onto their free room
-  (plastic.core.elastic_packing.fit_existing).
+  (plastic.core.elastic.packing.fit_existing).
 - Scale out: the work left over gets new nodes by the planner's packing: spot shapes for preemptible
   work, on-demand ones for reliable work (preempt=false, or preempt=N with N preemptions spent); spot
   shapes are compared at their price raised by their interruption risk (band); a (type, market) the
@@ -21,7 +21,7 @@ Rules, each observation:
   preemptible work gets on-demand nodes (reason ``spot_refused``) until a refusal expires.
   New spot nodes bought while spot nodes were recently lost are recorded as replacements; a spot
   node counts as lost (and as an interruption of its type) from its terminate notice on, once.
-- Anticipation: expected tasks (ClusterObserved.expected, forecast by plastic.core.forecast) due
+- Anticipation: expected tasks (ClusterObserved.expected, forecast by plastic.core.elastic.forecast) due
   within ``lead_s`` (the boot time; 0: off) count as work after the queued tasks: they take the
   room left and the room of tasks expected to end by then (NodeView.ending), the rest gets nodes now
   (reason ``expected_work``) so that they are up when the tasks are queued.  An idle node the
@@ -46,7 +46,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plastic.core.elastic_model import (
+from plastic.core.elastic.forecast import fit_ahead
+from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
     CreateNodes,
@@ -68,7 +69,7 @@ from plastic.core.elastic_model import (
     UncordonNode,
     WaitingTask,
 )
-from plastic.core.elastic_packing import (
+from plastic.core.elastic.packing import (
     PLAN_TASKS_MAX,
     group_tasks,
     plan_groups,
@@ -77,10 +78,9 @@ from plastic.core.elastic_packing import (
     tasks_of,
     weighted_shapes,
 )
-from plastic.core.forecast import fit_ahead
 from plastic.core.model import Market, NodeShape, TaskSpec, type_allowed
-from plastic.core.packing import PackedNode, ShapeMenu
-from plastic.core.plan import PlannedNode
+from plastic.core.planning.packing import PackedNode, ShapeMenu
+from plastic.core.planning.plan import PlannedNode
 
 MAX_TASK_IDS = 20  # task ids named in a node_requested record
 

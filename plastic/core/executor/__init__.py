@@ -1,0 +1,1 @@
+"""plastic's Mesos executor's decisions: its messages, its book and the share of an agent it holds (pure)."""
