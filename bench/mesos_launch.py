@@ -100,6 +100,7 @@ class BenchScheduler(Scheduler):
         self.lock = threading.Lock()
         self.latencies: list[float] = []
         self.first_offer_at: float | None = None
+        self.first_update_at: float | None = None
         self.last_accept_at = 0.0
         self.accept_calls = 0
         self.ack_calls = 0
@@ -153,6 +154,8 @@ class BenchScheduler(Scheduler):
             self.last_accept_at = max(self.last_accept_at, now)
 
     def statusUpdate(self, driver, status):
+        if self.first_update_at is None:
+            self.first_update_at = time.perf_counter()
         state = status["state"]
         future = driver.acknowledgeStatusUpdate(status)
         if status.get("uuid"):
@@ -214,6 +217,11 @@ def run(args: argparse.Namespace, master: str | None = None) -> dict[str, Any]:
         "sender_threads": args.sender_threads,
         "executor": args.executor if args.executor == "command" else f"plastic ({args.executor_command})",
         "wall_s": round(wall, 3),
+        "first_offer_after_s": round(sched.first_offer_at - t0, 3) if sched.first_offer_at else None,
+        "first_update_after_s": round(sched.first_update_at - t0, 3) if sched.first_update_at else None,
+        # from the first status update (executors started) to the last TASK_FINISHED acknowledged
+        "tasks_per_s_after_first_update": (round(sched.finished / (t_end - sched.first_update_at), 1)
+                                           if sched.first_update_at and t_end > sched.first_update_at else None),
         "tasks_per_s_end_to_end": round(sched.finished / wall, 1) if wall > 0 else None,
         "launches_per_s": round(launched / launch_window, 1) if launch_window and launch_window > 0 else None,
         "offer_to_launch_p50_ms": round(percentile(sched.latencies, 50) * 1000, 2),
@@ -237,6 +245,8 @@ def print_result(result: dict[str, Any]) -> None:
           + ("" if result["completed"] else "  (TIMED OUT)"))
     print(f"  tasks/s end to end (first SUBSCRIBE -> last TASK_FINISHED acknowledged): {result['tasks_per_s_end_to_end']}")
     print(f"  launches/s (first offer -> last ACCEPT 202): {result['launches_per_s']}  (target {TARGET_LAUNCHES_PER_S:.0f})")
+    print(f"  first offer after {result['first_offer_after_s']} s, first status update after "
+          f"{result['first_update_after_s']} s; tasks/s from then on: {result['tasks_per_s_after_first_update']}")
     print(f"  offer-to-launch latency: p50 {result['offer_to_launch_p50_ms']} ms, p99 {result['offer_to_launch_p99_ms']} ms")
     print(f"  calls: {result['accept_calls']} ACCEPT, {result['acknowledge_calls']} ACKNOWLEDGE")
     cluster_cpu = result["cpu_s_cluster_process"]
