@@ -1,5 +1,7 @@
-"""The house rules, checked on the source: plastic/core is standard library only, no import cycles
-between plastic's modules, no module much over 600 lines."""
+"""The house rules, checked on the source: plastic/core is standard library only; no import cycles
+between plastic's modules, counting the imports inside functions; no two packages importing each
+other; modules under 500 lines, classes under 300, functions under 80 (those over today are listed
+and may only shrink)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,21 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "plastic"
-MAX_LINES = 600
+MAX_MODULE_LINES, MAX_CLASS_LINES, MAX_FUNCTION_LINES = 500, 300, 80
+# Over the limits on 2026-11-29 (issue: room to grow): each may only shrink, and leaves this table once
+# it is within the limit; nothing else may go over.
+OVER_THE_LIMIT = {
+    "module plastic.core.book.jobbook": 595, "module plastic.cwl.lower": 502,
+    "module plastic.framework.adapter": 533, "module plastic.framework.toil_batch": 599,
+    "module plastic.local.state": 555, "module plastic.store.store": 505,
+    "class plastic.core.book.jobbook.JobBook": 530, "class plastic.cwl.walk.Walker": 328,
+    "class plastic.framework.adapter.Framework": 446, "class plastic.framework.toil_batch.PlasticBatchSystem": 401,
+    "class plastic.local.cluster.RunningCluster": 393, "class plastic.local.state.MasterState": 501,
+    "class plastic.mesos.driver.MesosSchedulerDriver": 374, "class plastic.store.store.Store": 434,
+    "function plastic.cli.run.run": 105, "function plastic.core.planning.wfcommons.workload_from_wfcommons": 141,
+    "function plastic.cwl.walk.Walker.walk": 114, "function plastic.framework.toil_batch.PlasticBatchSystem.__init__": 95,
+    "function plastic.mesos.subscription.EventStream._subscribe_once": 83, "function plastic.run.runner._run_toil": 117,
+}
 
 
 def module_name(path: Path) -> str:
@@ -22,9 +38,10 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def imports_at_load(path: Path, name: str, is_package: bool) -> set[str]:
-    """Modules imported when `path` is loaded: module-level imports, not those under TYPE_CHECKING
-    (nor the lazy ones inside functions, which run later)."""
+def imports_at_load(path: Path, name: str, is_package: bool, *, inside_functions: bool = False) -> set[str]:
+    """Modules imported when `path` is loaded: module-level imports, not those under TYPE_CHECKING; with
+    ``inside_functions``, also the lazy ones in functions and methods (they run later, but still tie the
+    two modules together)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
 
@@ -32,6 +49,9 @@ def imports_at_load(path: Path, name: str, is_package: bool) -> set[str]:
         for node in nodes:
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
                 visit(node.orelse)
+                continue
+            if inside_functions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(node.body)
                 continue
             if isinstance(node, ast.Import):
                 found.update(a.name for a in node.names)
@@ -59,10 +79,18 @@ def graph() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name, path in mods.items():
         # a module's own packages are loaded before it whatever it imports: not an edge
-        deps = {d for d in imports_at_load(path, name, path.name == "__init__.py")
+        deps = {d for d in imports_at_load(path, name, path.name == "__init__.py", inside_functions=True)
                 if d in mods and d != name and not name.startswith(d + ".")}
         out[name] = deps
     return out
+
+
+def package_of(module: str) -> str:
+    """plastic.X, or plastic.core.X for the core's parts (its shared modules are plastic.core)."""
+    parts = module.split(".")
+    if len(parts) >= 4 and parts[1] == "core":
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
 
 
 def test_the_core_imports_only_the_standard_library_and_itself():
@@ -106,7 +134,52 @@ def test_no_import_cycles_between_plastic_modules():
     assert not cycles, cycles
 
 
-def test_no_module_over_600_lines():
-    long = {name: n for name, path in modules().items()
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert not long, long
+def test_the_graph_counts_imports_inside_functions():
+    """plastic.service.home reaches the embedded Redis only inside a function: still an edge."""
+    assert "plastic.store" in graph()["plastic.service.home"]
+
+
+def test_no_two_packages_import_each_other():
+    """Package A imports B and B imports A (imports inside functions counted) is a cycle by another name.
+    A package's `__main__` (`python -m plastic.X`) is an entry point, the CLI's, and not counted."""
+    edges: dict[str, set[str]] = {}
+    for name, deps in graph().items():
+        if name.endswith(".__main__"):
+            continue
+        for dep in deps:
+            if package_of(name) != package_of(dep):
+                edges.setdefault(package_of(name), set()).add(package_of(dep))
+    pairs = sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in edges.get(b, set())})
+    assert not pairs, pairs
+
+
+def sizes() -> dict[str, int]:
+    """Lines of every module, class and function (methods and nested functions too), by what it is."""
+    out: dict[str, int] = {}
+    for name, path in modules().items():
+        text = path.read_text(encoding="utf-8")
+        out[f"module {name}"] = len(text.splitlines())
+
+        def visit(node: ast.AST, prefix: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    out[f"class {prefix}.{child.name}"] = child.end_lineno - child.lineno + 1
+                    visit(child, f"{prefix}.{child.name}")
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out[f"function {prefix}.{child.name}"] = child.end_lineno - child.lineno + 1
+                    visit(child, f"{prefix}.{child.name}")
+
+        visit(ast.parse(text), name)
+    return out
+
+
+def limit_of(what: str) -> int:
+    return {"module": MAX_MODULE_LINES, "class": MAX_CLASS_LINES, "function": MAX_FUNCTION_LINES}[what.split()[0]]
+
+
+def test_modules_classes_and_functions_within_their_limits():
+    found = sizes()
+    over = {k: n for k, n in found.items() if n > limit_of(k) and n > OVER_THE_LIMIT.get(k, 0)}
+    assert not over, f"over the limit (or grown past the size it had): {over}"
+    fixed = sorted(k for k, n in OVER_THE_LIMIT.items() if found.get(k, 0) <= limit_of(k))
+    assert not fixed, f"within the limit now: take them out of OVER_THE_LIMIT: {fixed}"

@@ -5,7 +5,7 @@ Everything created carries the tags ``plastic:run``, ``plastic:cluster`` (where 
 ``plastic:market`` (instances) and ``plastic:managed-by=plastic``; teardown finds resources by those
 tags (and, for the EventBridge rule and the SQS queue, by name prefix checked against their tags),
 never by a local list alone.  Capacity errors of a Fleet request come back as data
-(plastic.providers.CapacityError).  Credentials are boto3's (the default chain, ``AWS_PROFILE``,
+(plastic.core.elastic.model.CapacityError).  Credentials are boto3's (the default chain, ``AWS_PROFILE``,
 ``AWS_REGION``, ``AWS_ENDPOINT_URL``); nothing here logs or returns them.
 """
 
@@ -23,10 +23,9 @@ from typing import Any
 from plastic.aws.session import describe as describe_error
 from plastic.aws.session import error_code
 from plastic.compose import AGENT_IMAGE
-from plastic.core.elastic.model import NodeState
-from plastic.core.errors import InputError
+from plastic.core.elastic.model import CapacityError, NodeState
+from plastic.core.errors import InputError, ProviderError
 from plastic.core.model import Market
-from plastic.providers.base import CapacityError, ProviderError
 from plastic.store.urls import ca_file, set_ca
 
 log = logging.getLogger(__name__)

@@ -93,8 +93,8 @@ def take_inputs(workflow: Path, job: Path | None, args: Sequence[str], run_id: s
     if doc is None:
         return CommandLine(job, rest)
     from plastic.fileio import write_atomically
+    from plastic.home import plastic_home
     from plastic.run.modes import private_dir
-    from plastic.service.home import plastic_home
     from plastic.store.keys import check_run_id
 
     try:

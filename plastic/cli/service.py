@@ -42,9 +42,9 @@ def _store(redis_url: str | None, redis_ca: str | None):
 def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_runs: int,
           runs_dir: Path | None) -> None:
     """Run submitted workflows (plastic submit) until interrupted."""
+    from plastic.home import plastic_home
     from plastic.run.modes import make_private
     from plastic.run.toil_command import check_run_dir
-    from plastic.service.home import plastic_home
     from plastic.service.service import Service
     from plastic.store.urls import redact
 

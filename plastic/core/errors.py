@@ -83,3 +83,8 @@ class RunFailedError(PlasticError):
         super().__init__(message, source=source)
         self.run_id = run_id
         self.exit_code = exit_code
+
+
+class ProviderError(PlasticError):
+    """A cloud provider could not be reached or answered wrongly (not a capacity shortage: that is data,
+    plastic.core.elastic.model.CapacityError)."""

@@ -7,12 +7,12 @@ Implementations: `local` (the local Mesos-API cluster adds and removes agents), 
 that records every call and answers as told, for tests), and later `ec2`.
 """
 
+from plastic.core.errors import ProviderError
 from plastic.providers.base import (
     CapacityError,
     CreateResult,
     NodeRequest,
     Provider,
-    ProviderError,
     ProviderNode,
 )
 

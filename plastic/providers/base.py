@@ -1,4 +1,6 @@
-"""The provider interface and its values (see plastic.providers)."""
+"""The provider interface and its values (see plastic.providers).  Its errors live in the core
+(ProviderError in plastic.core.errors, CapacityError in plastic.core.elastic.model), so the AWS
+adapter raises and returns them without importing the providers that use it."""
 
 from __future__ import annotations
 
@@ -6,13 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from plastic.core.elastic.model import NodeState
-from plastic.core.errors import PlasticError
+from plastic.core.elastic.model import CapacityError, NodeState
 from plastic.core.model import Market
-
-
-class ProviderError(PlasticError):
-    """The provider could not be reached or answered wrongly (not a capacity error: those are data)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,16 +23,6 @@ class NodeRequest:
     vcpus: int
     ram_mib: int
     tags: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityError:
-    """What the provider could not create: the type, the market, why (InsufficientInstanceCapacity, ...)."""
-
-    instance_type: str
-    market: Market
-    reason: str
-    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)

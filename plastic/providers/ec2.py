@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 
 from plastic.aws import ec2_cloud as ec2
 from plastic.aws.ec2_cloud import Aws, NodeSettings
+from plastic.core.errors import ProviderError
 from plastic.core.model import Catalog
 from plastic.core.planning.fleet import alternatives
 from plastic.providers.base import (
     CreateResult,
     NodeRequest,
-    ProviderError,
     ProviderNode,
 )
 

@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 
 from plastic.core.elastic.model import NodeState
+from plastic.core.errors import ProviderError
 from plastic.core.model import Market
 from plastic.providers.base import (
     CapacityError,
     CreateResult,
     NodeRequest,
-    ProviderError,
     ProviderNode,
 )
 

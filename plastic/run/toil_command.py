@@ -12,6 +12,7 @@ from typing import Any
 
 from plastic.core.errors import InputError
 from plastic.framework.task_info import EXECUTOR_ENV
+from plastic.home import plastic_home
 from plastic.store.urls import URL_ENV
 
 CONTAINER_ENGINES = ("docker", "podman", "singularity", "apptainer")
@@ -70,8 +71,6 @@ def default_run_dir(run_id: str) -> tuple[Path, str | None]:
     here = (Path(".plastic") / "runs" / run_id).resolve()
     if not shell_special(here):
         return here, None
-    from plastic.service.home import plastic_home
-
     elsewhere = (plastic_home() / "runs" / run_id).resolve()
     return elsewhere, (f"this directory's path has characters Toil's job commands do not quote: the run's files "
                        f"are in {elsewhere}")

@@ -12,20 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from redis import Redis
 
+from plastic.home import plastic_home
 from plastic.store.urls import URL_ENV
-
-HOME_ENV = "PLASTIC_HOME"
-
-
-def plastic_home() -> Path:
-    if os.environ.get(HOME_ENV):
-        return Path(os.environ[HOME_ENV]).expanduser().resolve()
-    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return Path(state) / "plastic"
 
 
 @dataclass

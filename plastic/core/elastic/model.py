@@ -252,3 +252,14 @@ class GrowthStopped(Record):
     limit: str
     detail: str
     waiting_tasks: int
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityError:
+    """What a provider could not create, as data (never raised): the type, the market, why
+    (InsufficientInstanceCapacity, ...), how many."""
+
+    instance_type: str
+    market: Market
+    reason: str
+    count: int = 1
