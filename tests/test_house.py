@@ -23,7 +23,7 @@ OVER_THE_LIMIT = {
     "class plastic.mesos.driver.MesosSchedulerDriver": 374, "class plastic.store.store.Store": 434,
     "function plastic.cli.run.run": 105, "function plastic.core.planning.wfcommons.workload_from_wfcommons": 141,
     "function plastic.cwl.walk.Walker.walk": 114, "function plastic.framework.toil_batch.PlasticBatchSystem.__init__": 95,
-    "function plastic.mesos.subscription.EventStream._subscribe_once": 83, "function plastic.run.runner._run_toil": 117,
+    "function plastic.run.runner._run_toil": 117,
 }
 
 

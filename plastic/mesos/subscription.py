@@ -119,19 +119,7 @@ class EventStream:
                 self._endpoint.redirect(location)
                 return "redirect", location
             if stream.status != 200:
-                text = stream.read_body().decode("utf-8", "replace")
-                error = error_for_status(stream.status, text, "SUBSCRIBE", stream.url)
-                logger.error("SUBSCRIBE refused: %s", error.message)
-                if stream.status == 503 or stream.status >= 500:
-                    return "retry", error
-                if stream.status == 404 and self._ever_subscribed:
-                    # a master that has just (re)started answers 404 until its scheduler API is routed
-                    # (seen on Mesos 1.11 after a master restart); before a first subscription, a 404 is
-                    # a wrong URL and stays fatal
-                    return "retry", error
-                if isinstance(error, MesosAuthError):
-                    return "fatal", f"SUBSCRIBE not authorised: {error.message}"
-                return "fatal", f"SUBSCRIBE refused: {error.message}"
+                return self._refused(stream)
             stream_id = stream.headers.get("mesos-stream-id")
             if not stream_id:
                 return "retry", "SUBSCRIBE answer without Mesos-Stream-Id"
@@ -168,6 +156,22 @@ class EventStream:
                     self._stream = None
             if subscribed:
                 self._on_disconnected()
+
+    def _refused(self, stream: HttpStream) -> tuple[str, object]:
+        """What a SUBSCRIBE answered with neither 200 nor 307 means: retry or give up."""
+        text = stream.read_body().decode("utf-8", "replace")
+        error = error_for_status(stream.status, text, "SUBSCRIBE", stream.url)
+        logger.error("SUBSCRIBE refused: %s", error.message)
+        if stream.status == 503 or stream.status >= 500:
+            return "retry", error
+        if stream.status == 404 and self._ever_subscribed:
+            # a master that has just (re)started answers 404 until its scheduler API is routed (seen on
+            # Mesos 1.11 after a master restart); before a first subscription, a 404 is a wrong URL and
+            # stays fatal
+            return "retry", error
+        if isinstance(error, MesosAuthError):
+            return "fatal", f"SUBSCRIBE not authorised: {error.message}"
+        return "fatal", f"SUBSCRIBE refused: {error.message}"
 
     def _on_subscribed(self, event: dict[str, Any], stream_id: str, stream: HttpStream) -> None:
         sub = event.get("subscribed", {})
