@@ -21,7 +21,7 @@ OVER_THE_LIMIT = {
     "class plastic.framework.adapter.Framework": 446, "class plastic.framework.toil_batch.PlasticBatchSystem": 401,
     "class plastic.local.cluster.RunningCluster": 393, "class plastic.local.state.MasterState": 501,
     "class plastic.mesos.driver.MesosSchedulerDriver": 374, "class plastic.store.store.Store": 434,
-    "function plastic.cli.run.run": 105, "function plastic.core.planning.wfcommons.workload_from_wfcommons": 141,
+    "function plastic.cli.run.run": 105,
     "function plastic.cwl.walk.Walker.walk": 114, "function plastic.framework.toil_batch.PlasticBatchSystem.__init__": 95,
     "function plastic.run.runner._run_toil": 117,
 }

@@ -25,6 +25,7 @@ import math
 import re
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from plastic.core.describe import show, type_name
@@ -345,6 +346,24 @@ def workload_from_wfcommons(
         raise ValueError(f"preempt_mode must be one of {', '.join(PREEMPT_MODES)}, got {preempt_mode!r}")
     if isinstance(default_ram_mib, bool) or not isinstance(default_ram_mib, int) or default_ram_mib < 1:
         raise ValueError(f"default_ram_mib must be an integer >= 1, got {default_ram_mib!r}")
+    version, read = _read_document(doc, source=source)
+    parents, depth = _graph(read, source=source)
+    m = _measures(read, default_ram_mib, source=source)
+    preempts = _preempts(read, depth, preempt_mode)
+    ids = read.ids
+    # Positional for speed (thousands of tasks): id, vcpus, ram_mib, preempt, runtime_s, instance_type, parents.
+    tasks = tuple([
+        TaskSpec(ids[i], m.vcpus[i], m.ram_mib[i], preempts[i], m.runtimes[i], None,
+                 tuple([ids[j] for j in parents[i]]) if parents[i] else ())
+        for i in range(len(ids))
+    ])
+    assumptions = _assumptions(m, preempts, default_ram_mib, preempt_mode)
+    log.debug("%s: %d tasks, schema %s, %d assumptions", source, len(ids), version, len(assumptions))
+    return Workload(tasks=tasks, assumptions=tuple(assumptions), source=source)
+
+
+def _read_document(doc: object, *, source: str) -> tuple[str, _Read]:
+    """The trace's schema version and its tasks as read from either layout."""
     if not isinstance(doc, Mapping):
         raise TraceError(
             f"not a WfCommons trace: expected a JSON object with schemaVersion and workflow, got {type_name(doc)}",
@@ -356,31 +375,41 @@ def workload_from_wfcommons(
         what = "missing" if workflow is None else f"must be a mapping, got {type_name(workflow)}"
         raise TraceError(f"{what}: not a WfCommons trace", source=source, field="workflow")
     if "specification" in workflow:
-        read = _read_split_layout(workflow, source=source)
-    elif "tasks" in workflow:
-        read = _read_flat_layout(workflow, source=source)
-    else:
-        raise TraceError("missing (no task list under workflow): not a WfCommons trace",
-                         source=source, field="workflow.specification")
+        return version, _read_split_layout(workflow, source=source)
+    if "tasks" in workflow:
+        return version, _read_flat_layout(workflow, source=source)
+    raise TraceError("missing (no task list under workflow): not a WfCommons trace",
+                     source=source, field="workflow.specification")
 
-    parents, depth = _graph(read, source=source)
 
+@dataclass(slots=True)
+class _Measures:
+    """Each task's vcpus, RAM and runtime as measured, and how many fell back on an assumption."""
+
+    vcpus: list[int]
+    ram_mib: list[int]
+    runtimes: list[float | None]
+    from_avg_cpu: int = 0
+    no_cpu: int = 0
+    no_ram: int = 0
+    no_runtime: int = 0
+
+
+def _measures(read: _Read, default_ram_mib: int, *, source: str) -> _Measures:
     n = len(read.ids)
-    vcpus_list = [1] * n
-    ram_list = [default_ram_mib] * n
-    runtimes: list[float | None] = [None] * n
-    from_avg_cpu = no_cpu = no_ram = no_runtime = 0
+    m = _Measures([1] * n, [default_ram_mib] * n, [None] * n)
+    vcpus_list, ram_list, runtimes = m.vcpus, m.ram_mib, m.runtimes
     limit = _LIMIT
     for i, record in enumerate(read.measured):
         if record is None:
-            no_cpu += 1
-            no_ram += 1
-            no_runtime += 1
+            m.no_cpu += 1
+            m.no_ram += 1
+            m.no_runtime += 1
             continue
         # Fast path: plain int/float in range; anything else goes to the checking slow path.
         runtime = record.get("runtimeInSeconds")
         if runtime is None:
-            no_runtime += 1
+            m.no_runtime += 1
         else:
             if not ((type(runtime) is float or type(runtime) is int) and 0 <= runtime < limit):
                 runtime = _number_or_error(runtime, source=source, what="runtime in seconds",
@@ -405,9 +434,9 @@ def workload_from_wfcommons(
         if cores is None:
             if avg_cpu is not None:
                 vcpus_list[i] = max(1, math.ceil(avg_cpu / 100))
-                from_avg_cpu += 1
+                m.from_avg_cpu += 1
             else:
-                no_cpu += 1
+                m.no_cpu += 1
         memory = record.get("memoryInBytes")
         if memory is not None and not ((type(memory) is int or type(memory) is float) and 0 <= memory < limit):
             memory = _number_or_error(memory, source=source, what="memory in bytes",
@@ -415,51 +444,48 @@ def workload_from_wfcommons(
         if memory:  # absent, or 0 (not measured)
             ram_list[i] = -(-memory // _MIB) if type(memory) is int else max(1, math.ceil(memory / _MIB))
         else:
-            no_ram += 1
+            m.no_ram += 1
+    return m
 
+
+def _preempts(read: _Read, depth: list[int], preempt_mode: str) -> list:
+    n = len(read.ids)
     if preempt_mode == "all":
-        preempts = [PREEMPTIBLE] * n
-    elif preempt_mode == "none":
-        preempts = [RELIABLE] * n
-    else:
-        measured = read.measured
-        keys = []
-        strip_suffix = _INSTANCE_SUFFIX.sub
-        for i, spec in enumerate(read.specs):
-            name = spec.get("name")
-            if type(name) is str and "category" not in spec and (measured[i] is None or "category" not in measured[i]):
-                category = strip_suffix("", name.strip()) or _category(spec, measured[i])  # the usual case
-            else:
-                category = _category(spec, measured[i])
-            keys.append((category, depth[i]))
-        counts: dict[tuple[str | None, int], int] = {}
-        for key in keys:
-            counts[key] = counts.get(key, 0) + 1
-        preempts = [PREEMPTIBLE if key[0] is not None and counts[key] > 1 else RELIABLE for key in keys]
+        return [PREEMPTIBLE] * n
+    if preempt_mode == "none":
+        return [RELIABLE] * n
+    measured = read.measured
+    keys = []
+    strip_suffix = _INSTANCE_SUFFIX.sub
+    for i, spec in enumerate(read.specs):
+        name = spec.get("name")
+        if type(name) is str and "category" not in spec and (measured[i] is None or "category" not in measured[i]):
+            category = strip_suffix("", name.strip()) or _category(spec, measured[i])  # the usual case
+        else:
+            category = _category(spec, measured[i])
+        keys.append((category, depth[i]))
+    counts: dict[tuple[str | None, int], int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    return [PREEMPTIBLE if key[0] is not None and counts[key] > 1 else RELIABLE for key in keys]
 
-    ids = read.ids
-    # Positional for speed (thousands of tasks): id, vcpus, ram_mib, preempt, runtime_s, instance_type, parents.
-    tasks = tuple([
-        TaskSpec(ids[i], vcpus_list[i], ram_list[i], preempts[i], runtimes[i], None,
-                 tuple([ids[j] for j in parents[i]]) if parents[i] else ())
-        for i in range(n)
-    ])
 
+def _assumptions(m: _Measures, preempts: list, default_ram_mib: int, preempt_mode: str) -> list[str]:
+    n = len(preempts)
     assumptions: list[str] = []
-    if from_avg_cpu:
-        assumptions.append(f"vcpus of {from_avg_cpu} of {n} tasks derived from avgCPU as ceil(avgCPU / 100): "
+    if m.from_avg_cpu:
+        assumptions.append(f"vcpus of {m.from_avg_cpu} of {n} tasks derived from avgCPU as ceil(avgCPU / 100): "
                            "no core count recorded.")
-    if no_cpu:
-        assumptions.append(f"vcpus of {no_cpu} of {n} tasks unknown: assumed 1 vCPU.")
-    if no_ram:
-        assumptions.append(f"ram of {no_ram} of {n} tasks unknown: assumed {default_ram_mib} MiB.")
-    if no_runtime:
-        assumptions.append(f"runtime of {no_runtime} of {n} tasks unknown: left unset.")
+    if m.no_cpu:
+        assumptions.append(f"vcpus of {m.no_cpu} of {n} tasks unknown: assumed 1 vCPU.")
+    if m.no_ram:
+        assumptions.append(f"ram of {m.no_ram} of {n} tasks unknown: assumed {default_ram_mib} MiB.")
+    if m.no_runtime:
+        assumptions.append(f"runtime of {m.no_runtime} of {n} tasks unknown: left unset.")
     if preempt_mode == "infer":
         count = sum(1 for p in preempts if p is PREEMPTIBLE)
         assumptions.append(
             f"preempt inferred from replicated categories: {count} of {n} tasks preemptible "
             "(another task of the same category at the same DAG depth)."
         )
-    log.debug("%s: %d tasks, schema %s, %d assumptions", source, n, version, len(assumptions))
-    return Workload(tasks=tasks, assumptions=tuple(assumptions), source=source)
+    return assumptions
