@@ -61,6 +61,7 @@ from toil.common import InconsistentConfigurationError
 
 from plastic.core.book.commands import JobStoreQuestion, ReportJobEnd
 from plastic.core.book.events import PriorTask
+from plastic.core.book.health import DEFAULT_IDLE_AGENT_S, DEFAULT_STARVING_S
 from plastic.core.book.jobbook import JobBook
 from plastic.core.book.notices import REBALANCE_MODES
 from plastic.core.book.orphans import LIVE_RECORDS
@@ -95,8 +96,6 @@ RECORD_ENV = "PLASTIC_RECORD_LOG"
 RUN_ENV = "PLASTIC_RUN_ID"
 POLICY_ENV = "PLASTIC_POLICY"
 REBALANCE_ENV = "PLASTIC_REBALANCE"
-DEFAULT_IDLE_AGENT_S = 300.0
-DEFAULT_STARVING_S = 300.0
 KILL_WAIT_S = 30.0
 JOB_ID_STRIDE = 1_000_000
 ORPHAN_KILL_WAIT_S = 60.0

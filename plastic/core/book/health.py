@@ -22,9 +22,13 @@ from plastic.core.book import placement as pl
 from plastic.core.book.jobs import Job
 from plastic.core.book.records import AgentIdled, JobStarved, Record
 
+DEFAULT_IDLE_AGENT_S = 300.0  # an agent with nothing placed on it this long is reported idle
+DEFAULT_STARVING_S = 300.0  # a job queued this long with no agent that could take it is reported starving
+
 
 class ProvisioningHealth:
-    def __init__(self, *, idle_agent_s: float | None = 300.0, starving_s: float | None = 300.0):
+    def __init__(self, *, idle_agent_s: float | None = DEFAULT_IDLE_AGENT_S,
+                 starving_s: float | None = DEFAULT_STARVING_S):
         self.idle_agent_s = idle_agent_s  # None: no idle-agent records
         self.starving_s = starving_s  # None: no starving records
         self.agent_since: dict[str, float] = {}  # when each agent was first seen (or came back)

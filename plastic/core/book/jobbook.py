@@ -30,7 +30,7 @@ from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
 from plastic.core.book import placement as pl
 from plastic.core.book import records as rec
-from plastic.core.book.health import ProvisioningHealth
+from plastic.core.book.health import DEFAULT_IDLE_AGENT_S, DEFAULT_STARVING_S, ProvisioningHealth
 from plastic.core.book.invariants import check_invariants
 from plastic.core.book.jobs import (
     ENDED,
@@ -77,8 +77,8 @@ class JobBook:
         refuse_seconds: float = pl.DEFAULT_REFUSE_SECONDS,
         reconcile_every_s: float = 60.0,
         kill_retry_s: float = 30.0,
-        idle_agent_s: float | None = 300.0,
-        starving_s: float | None = 300.0,
+        idle_agent_s: float | None = DEFAULT_IDLE_AGENT_S,
+        starving_s: float | None = DEFAULT_STARVING_S,
         adopt_s: float = 0.0,
     ):
         self.notices = SpotNotices(margin_s=notice_margin_s, rebalance=rebalance, long_task_s=long_task_s)
