@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 
 from bench.baselines import toil_binpacked_fit
 from plastic.core.elastic.controller import ElasticController, starting_nodes
-from plastic.core.elastic.forecast import Progress, TaskProgress, due_in_s
+from plastic.core.elastic.forecast import Stage, TaskProgress, due_in_s
 from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
@@ -308,7 +308,7 @@ class Simulation:
         lead_s = self.controller.policy.lead_s
         if lead_s <= 0 or not self.forecast_dag:
             return ()
-        progress = {i: TaskProgress(Progress(t.state), t.started_at if t.state == "running" else None)
+        progress = {i: TaskProgress(Stage(t.state), t.started_at if t.state == "running" else None)
                     for i, t in self.tasks.items() if t.state != "waiting"}
         due = due_in_s(self.estimated, progress, self.now, lead_s=lead_s)
         return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)

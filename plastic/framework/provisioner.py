@@ -34,7 +34,7 @@ from typing import Any
 from plastic.core.book import events as evt
 from plastic.core.book.jobs import ENDED, LIVE, Job
 from plastic.core.elastic.controller import ElasticController
-from plastic.core.elastic.forecast import Progress, TaskProgress, issued_by_step, plan_ahead
+from plastic.core.elastic.forecast import Stage, TaskProgress, issued_by_step, plan_ahead
 from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
@@ -267,8 +267,8 @@ def _progress(job: Job) -> TaskProgress:
     """A book job as the forecast's progress of the plan task it stands for (book clock)."""
     attempt = job.attempts[-1] if job.attempts else None
     if job.state in ENDED:
-        return TaskProgress(Progress.DONE, ended_at=attempt.ended_at if attempt else None)
+        return TaskProgress(Stage.DONE, ended_at=attempt.ended_at if attempt else None)
     if job.state in LIVE and attempt is not None:
-        return TaskProgress(Progress.RUNNING, started_at=attempt.began_at)
-    return TaskProgress(Progress.QUEUED)
+        return TaskProgress(Stage.RUNNING, started_at=attempt.began_at)
+    return TaskProgress(Stage.QUEUED)
 

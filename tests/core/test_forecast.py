@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.forecast import (
-    Progress,
+    Stage,
     TaskProgress,
     due_in_s,
     fit_ahead,
@@ -58,19 +58,19 @@ def waiting(task_id: str, runtime_s: float | None = 30.0, due_in_s: float = 0.0,
 
 def test_a_wave_is_due_when_its_slowest_parent_ends():
     tasks = [spec("split", 40.0), spec("a", 10.0, "split"), spec("b", 20.0, "split"), spec("merge", 5.0, "a", "b")]
-    due = due_in_s(tasks, {"split": TaskProgress(Progress.RUNNING, started_at=100.0)}, now=110.0, lead_s=60.0)
+    due = due_in_s(tasks, {"split": TaskProgress(Stage.RUNNING, started_at=100.0)}, now=110.0, lead_s=60.0)
     assert due == {"a": 30.0, "b": 30.0, "merge": 50.0}  # split ends at 140; b at 160
 
 
 def test_queued_parents_start_now_and_done_ones_are_over():
     tasks = [spec("x", 10.0), spec("y", 25.0), spec("z", 1.0, "x", "y")]
-    progress = {"x": TaskProgress(Progress.DONE), "y": TaskProgress(Progress.QUEUED)}
+    progress = {"x": TaskProgress(Stage.DONE), "y": TaskProgress(Stage.QUEUED)}
     assert due_in_s(tasks, progress, now=50.0, lead_s=60.0) == {"z": 25.0}
 
 
 def test_no_forecast_below_a_task_without_an_estimate():
     tasks = [spec("a", None), spec("b", 5.0, "a"), spec("c", 5.0, "b"), spec("d", 5.0)]
-    due = due_in_s(tasks, {"a": TaskProgress(Progress.RUNNING, started_at=0.0)}, now=1.0, lead_s=60.0)
+    due = due_in_s(tasks, {"a": TaskProgress(Stage.RUNNING, started_at=0.0)}, now=1.0, lead_s=60.0)
     assert due == {"d": 0.0}  # b and c hang on a, whose end is unknown; d waits for nothing: due now
 
 
@@ -78,7 +78,7 @@ def test_an_overrun_parent_gets_one_lead_of_grace_then_its_children_have_no_date
     """slow should have ended at 10 s: with a 15 s lead its child is due by 25 s (at 20 s: in 5 s);
     at 30 s slow is past the grace, its end unknown, and next has no date."""
     tasks = [spec("slow", 10.0), spec("next", 1.0, "slow")]
-    running = {"slow": TaskProgress(Progress.RUNNING, started_at=0.0)}
+    running = {"slow": TaskProgress(Stage.RUNNING, started_at=0.0)}
     assert due_in_s(tasks, running, now=20.0, lead_s=15.0) == {"next": 5.0}
     assert due_in_s(tasks, running, now=30.0, lead_s=15.0) == {}
 
@@ -215,7 +215,7 @@ def test_the_plan_s_first_wave_is_expected_until_its_step_is_issued_or_the_hold_
     split, sort0 = ahead.expected[0], ahead.expected[1]
     assert split.needs_reliable and split.runtime_s == 30.0 and split.due_in_s == 0.0
     assert not sort0.needs_reliable and sort0.instance_type == "m5.large" and sort0.demand == Resources(2, 2048)
-    queued = TaskProgress(Progress.QUEUED)
+    queued = TaskProgress(Stage.QUEUED)
     two_sorts = plan_ahead(tasks, {"sort": [queued, queued]}, 5.0, 0.0, 60.0, lead_s=15.0)
     assert [w.task_id for w in two_sorts.expected] == ["split", "sort[2]"]
     everything = {"split": [queued], "sort": [queued] * 3, "merge": [queued]}
@@ -229,8 +229,8 @@ def test_a_job_toil_issues_again_takes_its_first_issue_s_place():
     only sort[0] is issued; sort[1] and sort[2] are still expected, and split's re-issue, running,
     holds merge back (its first issue ended)."""
     tasks = scatter_plan()
-    failed, queued = TaskProgress(Progress.DONE, ended_at=3.0), TaskProgress(Progress.QUEUED)
-    running = TaskProgress(Progress.RUNNING, started_at=4.0)
+    failed, queued = TaskProgress(Stage.DONE, ended_at=3.0), TaskProgress(Stage.QUEUED)
+    running = TaskProgress(Stage.RUNNING, started_at=4.0)
     issued = [("split", "js-split", failed), ("sort", "js-a", failed), ("split", "js-split", running),
               ("sort", "js-a", queued), ("sort", None, queued), ("sort", None, queued)]
     by_step = issued_by_step(issued[:4])
@@ -246,11 +246,11 @@ def test_a_later_wave_is_dated_from_its_parents_and_given_up_once_they_ended_lon
     scatter than planned)."""
     tasks = [TaskSpec("split", 1, 512, RELIABLE, 30.0),
              *(TaskSpec(f"sort[{i}]", 1, 1024, PREEMPTIBLE, 40.0, parents=("split",)) for i in range(3))]
-    running = {"split": [TaskProgress(Progress.RUNNING, started_at=0.0)]}
+    running = {"split": [TaskProgress(Stage.RUNNING, started_at=0.0)]}
     ahead = plan_ahead(tasks, running, 5.0, 0.0, 20.0, lead_s=15.0)
     assert [(w.task_id, w.due_in_s) for w in ahead.expected] == [(f"sort[{i}]", 25.0) for i in range(3)]
-    ended = {"split": [TaskProgress(Progress.DONE, ended_at=32.0)],
-             "sort": [TaskProgress(Progress.RUNNING, started_at=33.0)]}
+    ended = {"split": [TaskProgress(Stage.DONE, ended_at=32.0)],
+             "sort": [TaskProgress(Stage.RUNNING, started_at=33.0)]}
     now_due = plan_ahead(tasks, ended, 40.0, 0.0, 20.0, lead_s=15.0)
     assert [(w.task_id, w.due_in_s) for w in now_due.expected] == [("sort[1]", 0.0), ("sort[2]", 0.0)]
     assert plan_ahead(tasks, ended, 52.0, 0.0, 20.0, lead_s=15.0) == ((), True)

@@ -46,7 +46,10 @@ from plastic.core.model import TaskSpec, type_allowed
 from plastic.core.planning.plan import step_of
 
 
-class Progress(StrEnum):
+class Stage(StrEnum):
+    """Where a task of the DAG stands, as the forecasts see it (not the run's live progress:
+    plastic.core.account.progress)."""
+
     WAITING = "waiting"  # some parent has not finished
     QUEUED = "queued"  # ready, not placed
     RUNNING = "running"
@@ -55,7 +58,7 @@ class Progress(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TaskProgress:
-    state: Progress
+    state: Stage
     started_at: float | None = None  # RUNNING: when it was placed
     ended_at: float | None = None  # DONE: when it ended (plan_ahead; None: long ago)
 
@@ -76,13 +79,13 @@ def _due_in_order(order: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec], prog
     due: dict[str, float] = {}
     for task in order:
         p = progress.get(task.id, _WAITING)
-        if p.state is Progress.DONE:
+        if p.state is Stage.DONE:
             end_at[task.id] = now
             continue
         runtime = task.runtime_s
-        if p.state is Progress.RUNNING:
+        if p.state is Stage.RUNNING:
             start: float | None = p.started_at if p.started_at is not None else now
-        elif p.state is Progress.QUEUED:
+        elif p.state is Stage.QUEUED:
             start = now
         else:
             ends = [end_at.get(parent) for parent in task.parents if parent in by_id]
@@ -91,14 +94,14 @@ def _due_in_order(order: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec], prog
                 due[task.id] = max(start - now, 0.0)
         if start is None or runtime is None:
             end_at[task.id] = None
-        elif p.state is Progress.RUNNING:
+        elif p.state is Stage.RUNNING:
             end_at[task.id] = room_back_at(start + runtime, now, lead_s)
         else:
             end_at[task.id] = start + runtime
     return due
 
 
-_WAITING = TaskProgress(Progress.WAITING)
+_WAITING = TaskProgress(Stage.WAITING)
 
 
 class PlanOutlook(NamedTuple):
@@ -166,7 +169,7 @@ def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[Ta
 
 def _ended_at(p: TaskProgress | None) -> float | None:
     """When a task ended (-inf: ended, time unknown), None while it has not."""
-    if p is None or p.state is not Progress.DONE:
+    if p is None or p.state is not Stage.DONE:
         return None
     return p.ended_at if p.ended_at is not None else -math.inf
 
