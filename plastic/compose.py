@@ -40,6 +40,7 @@ ZOOKEEPER_IMAGE = "plastic/zookeeper:latest"
 ZK_URL = f"zk://127.0.0.1:{ZK_PORT}/mesos"
 REDIS_PASSWORD = "${PLASTIC_REDIS_PASSWORD:-plastic}"
 REDIS_URL = f"redis://:{REDIS_PASSWORD}@127.0.0.1:{REDIS_PORT}/0"
+REDIS_PING = f"redis-cli --no-auth-warning -p {REDIS_PORT} -a '{REDIS_PASSWORD}' ping | grep -q PONG"  # a C client: cheap
 MASTER_URL = f"http://127.0.0.1:{MASTER_PORT}"
 BASE_AGENTS_PROFILE = "example-agents"  # the override puts the example's agents out of the way
 # docker-compose.yml's agents (the example plan's clusters, one agent each): name -> spot
@@ -151,7 +152,7 @@ def cluster_services() -> dict[str, dict[str, Any]]:
             "command": ["redis-server", "--bind", "127.0.0.1", "--port", str(REDIS_PORT), "--requirepass",
                         REDIS_PASSWORD, "--appendonly", "yes", "--dir", "/data"],
             "volumes": ["redis-data:/data"],
-            "healthcheck": _health(f"redis-cli --no-auth-warning -p {REDIS_PORT} -a '{REDIS_PASSWORD}' ping | grep -q PONG"),
+            "healthcheck": _health(REDIS_PING),
             "restart": "unless-stopped",
         },
         "manager": {
@@ -166,8 +167,7 @@ def cluster_services() -> dict[str, dict[str, Any]]:
             "volumes": [f"{RUNS_ON_HOST}:{RUNS_IN_CONTAINER}"],
             "depends_on": _healthy("master", "redis"),
             # cheap: a check runs every 5 s beside the work (`plastic status` cost 0.23 s of CPU each time)
-            "healthcheck": _health(f"pgrep -f 'plastic -v serve' >/dev/null"
-                                   f" && redis-cli --no-auth-warning -p {REDIS_PORT} -a '{REDIS_PASSWORD}' ping | grep -q PONG"),
+            "healthcheck": _health(f"pgrep -f 'plastic -v serve' >/dev/null && {REDIS_PING}"),
             "restart": "unless-stopped",
         },
     }

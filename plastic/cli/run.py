@@ -11,7 +11,7 @@ import click
 from plastic.cli.inputs import refuse_option
 from plastic.cli.redis_opts import redis_options
 from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
-from plastic.core.elastic.model import DEFAULT_IDLE_S
+from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True})
@@ -55,7 +55,7 @@ from plastic.core.elastic.model import DEFAULT_IDLE_S
 @click.option("--max-nodes", type=click.IntRange(min=1),
               help="Elastic: at most this many live nodes (default: --max-agents on a local cluster).")
 @click.option("--idle-seconds", "idle_s", type=click.FloatRange(min=0.0, min_open=True),
-              help=f"Elastic: release a node without work for this long (default: {DEFAULT_IDLE_S:g}).")
+              help=f"Elastic: release a node without work for this long (default: {DEFAULT_NODE_IDLE_S:g}).")
 @click.option("--budget-per-hour", type=click.FloatRange(min=0.0, min_open=True),
               help="Elastic: the live nodes never cost more than this many USD per hour.")
 @click.option("--budget-usd", type=click.FloatRange(min=0.0, min_open=True),
@@ -178,7 +178,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
                          redis_url=redis_url, report_path=report_path, run_dir=run_dir, catalog_path=catalog_path,
                          max_agents=max_agents, interrupt_rate=interrupt_rate, notice_seconds=notice_seconds,
                          seed=seed, toil_args=toil_args, run_id=run_id, static=static, max_nodes=max_nodes,
-                         idle_s=DEFAULT_IDLE_S if idle_s is None else idle_s, budget_usd_per_hour=budget_per_hour,
+                         idle_s=DEFAULT_NODE_IDLE_S if idle_s is None else idle_s, budget_usd_per_hour=budget_per_hour,
                          budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "", ec2=ec2,
                          mesos_credential=mesos_credential, executor=executor)
     display = RichDisplay(console, quiet=quiet)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from plastic.compose import AGENT_IMAGE
 from plastic.core.elastic.controller import ElasticController
-from plastic.core.elastic.model import DEFAULT_IDLE_S, ElasticPolicy
+from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S, ElasticPolicy
 from plastic.core.errors import InputError, PlasticError
 from plastic.core.model import Market, TaskSpec, node_shapes
 from plastic.core.planning.plan import plan_from_json
@@ -77,7 +77,7 @@ def add_elastic_options(parser: ArgumentParser | _ArgumentGroup) -> None:
                         help="the run's plan (plastic.plan/v1 JSON): new nodes join its clusters by type and market")
     parser.add_argument("--plasticMaxNodes", dest="plastic_max_nodes", type=positive_int, default=None,
                         help="never more live nodes than this (default: no limit)")
-    parser.add_argument("--plasticIdleSeconds", dest="plastic_idle_s", type=positive, default=DEFAULT_IDLE_S,
+    parser.add_argument("--plasticIdleSeconds", dest="plastic_idle_s", type=positive, default=DEFAULT_NODE_IDLE_S,
                         help="release a node without work for this long (default: 60)")
     parser.add_argument("--plasticBudgetPerHour", dest="plastic_budget_per_hour", type=positive, default=None,
                         help="the live nodes never cost more than this, USD per hour")
@@ -133,7 +133,7 @@ def build_provisioner(config: Any, framework: Framework, *, master: str, run_id:
     if name == "ec2" and not boot_s:
         boot_s = EC2_BOOT_S
     policy = ElasticPolicy(max_nodes=getattr(config, "plastic_max_nodes", None),
-                           idle_s=float(getattr(config, "plastic_idle_s", None) or DEFAULT_IDLE_S),
+                           idle_s=float(getattr(config, "plastic_idle_s", None) or DEFAULT_NODE_IDLE_S),
                            budget_usd_per_hour=getattr(config, "plastic_budget_per_hour", None),
                            budget_usd=getattr(config, "plastic_budget_usd", None),
                            # a node asked for now is up after the boot: look that far ahead

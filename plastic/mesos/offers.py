@@ -48,10 +48,15 @@ def _scalars(resources: Iterable[Mapping[str, Any]] | None) -> dict[str, float]:
     return out
 
 
+def _whole(cpus: float, ram_mib: float) -> Resources:
+    """Whole vCPUs and MiB, floored (what can really be packed)."""
+    return Resources(int(math.floor(cpus + 1e-9)), int(math.floor(ram_mib + 1e-9)))
+
+
 def resources_of(resources: Iterable[Mapping[str, Any]] | None) -> Resources:
     """Mesos resources -> whole vCPUs and MiB, floored (what can really be packed)."""
     s = _scalars(resources)
-    return Resources(int(math.floor(s.get("cpus", 0.0) + 1e-9)), int(math.floor(s.get("mem", 0.0) + 1e-9)))
+    return _whole(s.get("cpus", 0.0), s.get("mem", 0.0))
 
 
 def address_of(info: Mapping[str, Any]) -> str:
@@ -83,7 +88,7 @@ def offer_of(offer: Mapping[str, Any], executor_id: str | None = None) -> Offer:
     running = bool(executor_id) and executor_id in [value_of(e) for e in offer.get("executor_ids") or ()]
     s = _scalars(offer.get("resources"))
     share = usable(s.get("cpus", 0.0), s.get("mem", 0.0), running)
-    available = Resources(int(math.floor(share.cpus + 1e-9)), int(math.floor(share.ram_mib + 1e-9)))
+    available = _whole(share.cpus, share.ram_mib)
     return Offer(value_of(offer.get("id")) or "", agent_from_offer(offer, available), available)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from plastic.core.account.progress import Progress
 from plastic.core.account.report import RunReport
 from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
-from plastic.core.elastic.model import DEFAULT_IDLE_S
+from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 from plastic.run.ec2 import Ec2Settings
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ class RunRequest:
     toil_args: tuple[str, ...] = ()
     static: bool = False  # the plan's cluster, fixed (else elastic: it grows and shrinks with the work)
     max_nodes: int | None = None  # elastic: live nodes at most (default: max_agents on a local cluster)
-    idle_s: float = DEFAULT_IDLE_S
+    idle_s: float = DEFAULT_NODE_IDLE_S
     budget_usd_per_hour: float | None = None
     budget_usd: float | None = None
     boot_s: float = 0.0  # local cluster: how long a new agent takes to boot

@@ -49,7 +49,7 @@ from plastic.core.book.recovery import RESUMABLE, record_again, toil_start
 from plastic.core.book.run_end import run_end
 from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.core.elastic.controller import reliable_floor
-from plastic.core.elastic.model import DEFAULT_IDLE_S
+from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 from plastic.core.errors import InputError, PlanningError, RunFailedError
 from plastic.core.planning.plan import Plan, plan_from_json
 from plastic.fileio import write_atomically
@@ -371,7 +371,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
                          max_agents=int(saved.get("max_agents") or 8), interrupt_rate=saved.get("interrupt_rate"),
                          notice_seconds=float(saved.get("notice_seconds") or INTERRUPTION_NOTICE_S), seed=saved.get("seed"),
                          toil_args=tuple(saved.get("toil_args") or ()), static=bool(saved.get("static", True)),
-                         max_nodes=saved.get("max_nodes"), idle_s=float(saved.get("idle_s") or DEFAULT_IDLE_S),
+                         max_nodes=saved.get("max_nodes"), idle_s=float(saved.get("idle_s") or DEFAULT_NODE_IDLE_S),
                          budget_usd_per_hour=saved.get("budget_usd_per_hour"), budget_usd=saved.get("budget_usd"),
                          boot_s=float(saved.get("boot_s") or 0.0), refuse_spot=str(saved.get("refuse_spot") or ""),
                          mesos_credential=Path(saved["mesos_credential"]) if saved.get("mesos_credential") else None)

@@ -68,16 +68,22 @@ def long_job(tmp: Path, seconds: int, items: int) -> str:
     return "/plastic-runs/square-sum"
 
 
-def busy_spot_agent(exclude: set[str] = frozenset()) -> dict | None:
-    state = master_state()
-    running = {}
-    for fw in state["frameworks"]:
+def running_tasks(state: dict | None = None) -> dict[str, set[str]]:
+    """The master's TASK_RUNNING task ids by agent id (``state``: /master/state, read now if not given)."""
+    out: dict[str, set[str]] = {}
+    for fw in (state or master_state())["frameworks"]:
         for t in fw["tasks"]:
             if t["state"] == "TASK_RUNNING":
-                running[t["slave_id"]] = running.get(t["slave_id"], 0) + 1
+                out.setdefault(t["slave_id"], set()).add(t["id"])
+    return out
+
+
+def busy_spot_agent(exclude: set[str] = frozenset()) -> dict | None:
+    state = master_state()
+    running = running_tasks(state)
     spot = [a for a in state["slaves"] if str(a["attributes"].get("preemptible")) == "true"
             and running.get(a["id"]) and a["attributes"]["cluster"] not in exclude]
-    return max(spot, key=lambda a: running[a["id"]]) if spot else None
+    return max(spot, key=lambda a: len(running[a["id"]])) if spot else None
 
 
 def square_sum_output(item_count: int) -> str:

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.compose.helpers import busy_spot_agent, long_job, master_state, submit, wait_run, work_done_once
+from tests.compose.helpers import (
+    busy_spot_agent,
+    long_job,
+    master_state,
+    running_tasks,
+    submit,
+    wait_run,
+    work_done_once,
+)
 from tests.waiting import eventually
 
 ITEMS = 8
-
-
-def running_on(agent_id: str) -> set[str]:
-    return {t["id"] for fw in master_state()["frameworks"] for t in fw["tasks"]
-            if t["slave_id"] == agent_id and t["state"] == "TASK_RUNNING"}
 
 
 def agent_pid(container: str) -> int | None:
@@ -34,7 +37,7 @@ def test_an_agent_restarted_mid_task_keeps_its_tasks_and_they_finish_once(cluste
     agent = busy_agent_of(run_id)
     name = agent["attributes"]["cluster"]
     container = cluster.container(name)
-    tasks = running_on(agent["id"])
+    tasks = running_tasks().get(agent["id"], set())
     old = agent_pid(container)
     assert tasks and old, (tasks, old)
     subprocess.run(["docker", "exec", container, "kill", "-KILL", str(old)], check=True, capture_output=True)
@@ -58,7 +61,7 @@ def test_an_agent_machine_killed_mid_task_has_its_tasks_requeued_and_done_once(c
     run_id = submit(cluster, f"{where}/square-sum.cwl", f"{where}/job.yml", "/plastic-runs/out-agent-killed")
     agent = busy_agent_of(run_id)
     name = agent["attributes"]["cluster"]
-    tasks = running_on(agent["id"])
+    tasks = running_tasks().get(agent["id"], set())
     assert tasks
     subprocess.run(["docker", "kill", "-s", "KILL", cluster.container(name)], check=True, capture_output=True)
     try:

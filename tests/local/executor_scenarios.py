@@ -96,11 +96,7 @@ def test_an_idle_executor_leaves_and_its_share_comes_back(cluster, scheduler, ex
 
     def whole_agent_offered() -> bool:
         """Decline every outstanding offer of the agent: the next one holds all it has free."""
-        with s._cond:
-            mine = [oid for oid, o in s.outstanding.items() if o["agent_id"]["value"] == agent]
-            offers = [s.outstanding.pop(oid) for oid in mine]
-        if offers:
-            s.call("DECLINE", decline={"offer_ids": [o["id"] for o in offers], "filters": {"refuse_seconds": 0.0}})
+        s.decline_held(agent)
         o = s.take_offer(lambda o: o["agent_id"]["value"] == agent, timeout=30)
         s.call("DECLINE", decline={"offer_ids": [o["id"]], "filters": {"refuse_seconds": 0.0}})
         return not o.get("executor_ids") and scalar(o["resources"], "cpus") >= total
@@ -126,10 +122,7 @@ def test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task(clu
     launch(a, offer, [executor_task("neighbour-1", agent, "true", f"{executor_command} --idle-seconds 600")])
     a.wait_update("neighbour-1", "TASK_FINISHED", timeout=30)
     assert a.call("SUPPRESS").status_code == 202  # framework a keeps its executor there and wants nothing
-    with a._cond:
-        held = [a.outstanding.pop(oid) for oid in list(a.outstanding)]
-    if held:
-        a.call("DECLINE", decline={"offer_ids": [o["id"] for o in held], "filters": {"refuse_seconds": 600.0}})
+    a.decline_held(refuse_seconds=600.0)
     b = scheduler(cluster.master_url, "executor-whole-agent")
     # (the executors of earlier tests' frameworks may still be leaving: wait for the agent's whole offer)
     seen = b.take_offer(lambda o: o["agent_id"]["value"] == agent and not o.get("executor_ids")

@@ -306,6 +306,16 @@ class Scheduler:
             self._cond.notify_all()
         return resp
 
+    def decline_held(self, agent_id: str | None = None, refuse_seconds: float = 0.0) -> int:
+        """Decline every offer held (of ``agent_id`` only, when given); how many there were."""
+        with self._cond:
+            mine = [oid for oid, o in self.outstanding.items() if agent_id in (None, o["agent_id"]["value"])]
+            offers = [self.outstanding.pop(oid) for oid in mine]
+        if offers:
+            self.call("DECLINE", decline={"offer_ids": [o["id"] for o in offers],
+                                          "filters": {"refuse_seconds": refuse_seconds}})
+        return len(offers)
+
     def accept(self, offer_ids: list[str], task_infos: list[dict[str, Any]],
                refuse_seconds: float | None = None) -> httpx.Response:
         accept: dict[str, Any] = {"offer_ids": [{"value": o} for o in offer_ids],

@@ -69,7 +69,7 @@ class NodeView:
         return self.capacity - self.used
 
 
-DEFAULT_IDLE_S = 60.0  # a node without work this long is released (the one home of that default)
+DEFAULT_NODE_IDLE_S = 60.0  # a node without work this long is released (the one home of that default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class ElasticPolicy:
     """Limits and rules of the controller (README: "The elastic cluster")."""
 
     max_nodes: int | None = None  # live nodes at most (pending + ready + draining)
-    idle_s: float = DEFAULT_IDLE_S  # a node without work this long is released
+    idle_s: float = DEFAULT_NODE_IDLE_S  # a node without work this long is released
     budget_usd_per_hour: float | None = None  # the live nodes' prices never add up to more
     budget_usd: float | None = None  # the whole run: no growth once the projected spend reaches it
     budget_horizon_s: float = 900.0  # projected spend = spent + hourly rate x this horizon

@@ -47,19 +47,19 @@ def fit_launch(offered_cpus: float, offered_ram_mib: float, demands: list[TaskSh
     zero).  Tasks placed against `usable` lose at most their executor's share and the neighbours' cpus."""
     need_cpus = sum(d.cpus for d in demands) + (EXECUTOR_CPUS if starts_executor else 0.0)
     need_ram = sum(d.ram_mib for d in demands) + (EXECUTOR_RAM_MIB if starts_executor else 0.0)
-    over_cpus = max(0.0, round(need_cpus - offered_cpus, 6))
-    over_ram = max(0.0, round(need_ram - offered_ram_mib, 6))
-    out = list(demands)
-    for i in sorted(range(len(out)), key=lambda k: (-out[k].cpus, k)):
-        if over_cpus <= 0:
+    cpus = _trimmed([d.cpus for d in demands], round(need_cpus - offered_cpus, 6))
+    ram = _trimmed([d.ram_mib for d in demands], round(need_ram - offered_ram_mib, 6))
+    return [TaskShare(c, m) for c, m in zip(cpus, ram, strict=True)]
+
+
+def _trimmed(amounts: list[float], over: float) -> list[float]:
+    """``amounts`` less ``over`` in all, taken from the largest first (the first of equals first), none
+    below zero; untouched when nothing is over."""
+    out = list(amounts)
+    for i in sorted(range(len(out)), key=lambda k: (-out[k], k)):
+        if over <= 0:
             break
-        cut = min(over_cpus, out[i].cpus)
-        out[i] = TaskShare(round(out[i].cpus - cut, 6), out[i].ram_mib)
-        over_cpus = round(over_cpus - cut, 6)
-    for i in sorted(range(len(out)), key=lambda k: (-out[k].ram_mib, k)):
-        if over_ram <= 0:
-            break
-        cut = min(over_ram, out[i].ram_mib)
-        out[i] = TaskShare(out[i].cpus, round(out[i].ram_mib - cut, 6))
-        over_ram = round(over_ram - cut, 6)
+        cut = min(over, out[i])
+        out[i] = round(out[i] - cut, 6)
+        over = round(over - cut, 6)
     return out
