@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import cpu_model, percentile
 from plastic.core.executor.share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB
 from plastic.executor.protocol import executor_ids_of, executor_info, task_data
+from plastic.framework.task_info import default_executor_command
 from plastic.local.testing import LocalCluster
 from plastic.mesos import MesosSchedulerDriver, Scheduler
 
@@ -272,8 +273,9 @@ def main() -> int:
                         help="with --master: also run the same tasks through plastic's local cluster and print both")
     parser.add_argument("--executor", choices=("plastic", "command"), default="plastic",
                         help="plastic's executor, one per agent (default), or Mesos' command executor, one per task")
-    parser.add_argument("--executor-command", default=f"exec {sys.executable} -m plastic.executor",
-                        help="how agents start plastic's executor (default: this interpreter's)")
+    parser.add_argument("--executor-command", default=default_executor_command(),
+                        help="how agents start plastic's executor (default: this interpreter's where the agent has"
+                             " it, else `plastic executor` from the image's /opt/plastic/bin)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     results = [run(args, args.master)]
