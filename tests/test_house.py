@@ -14,11 +14,11 @@ MAX_MODULE_LINES, MAX_CLASS_LINES, MAX_FUNCTION_LINES = 500, 300, 80
 # Over the limits on 2026-11-29 (issue: room to grow): each may only shrink, and leaves this table once
 # it is within the limit; nothing else may go over.
 OVER_THE_LIMIT = {
-    "module plastic.core.book.jobbook": 595, "module plastic.cwl.lower": 502,
-    "module plastic.framework.adapter": 533, "module plastic.framework.toil_batch": 599,
+    "module plastic.cwl.lower": 502,
+    "module plastic.framework.toil_batch": 599,
     "module plastic.local.state": 555, "module plastic.store.store": 505,
-    "class plastic.core.book.jobbook.JobBook": 530, "class plastic.cwl.walk.Walker": 328,
-    "class plastic.framework.adapter.Framework": 446, "class plastic.framework.toil_batch.PlasticBatchSystem": 401,
+    "class plastic.cwl.walk.Walker": 328,
+    "class plastic.framework.toil_batch.PlasticBatchSystem": 401,
     "class plastic.local.cluster.RunningCluster": 393, "class plastic.local.state.MasterState": 501,
     "class plastic.mesos.driver.MesosSchedulerDriver": 374, "class plastic.store.store.Store": 434,
     "function plastic.cli.run.run": 105,

@@ -25,6 +25,10 @@ job store's answer).  Without a way to answer, the answer is "no" (work not done
 A launch whose job has no command here (a bug: its TaskCommand was dropped) is not sent: the book is
 told the task failed with TASK_ERROR and the reason, and Toil retries the job.  Recorders are closed
 (flushed, bounded) by stop().
+
+Its parts: the driver callbacks (plastic.framework.mesos_callbacks), the launches and the offers they
+use (plastic.framework.launcher), the one-call commands (plastic.framework.driver_commands), the
+questions' thread (plastic.framework.questions), the recorders (plastic.framework.recorder).
 """
 
 from __future__ import annotations
@@ -34,58 +38,49 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
+from plastic.core.book.decisions import Decisions
 from plastic.core.book.jobbook import JobBook
 from plastic.core.book.jobs import ENDED
 from plastic.core.book.lifecycle import TaskState
 from plastic.core.book.placement import AgentInfo
-from plastic.core.errors import PlasticError
+from plastic.core.book.records import Record
 from plastic.core.model import Preempt, Resources
-from plastic.executor.protocol import usage_of
+from plastic.framework.driver_commands import send
+from plastic.framework.launcher import Launcher, TaskCommand
+from plastic.framework.mesos_callbacks import MesosCallbacks
+from plastic.framework.questions import HistoryAnswer, JobStoreAnswer, Questions
 from plastic.framework.recorder import JsonLinesRecorder, LogRecorder, Recorder
 from plastic.framework.task_info import (
     EXECUTOR_ID,
     ExecutorKind,
     TaskInfoBuilder,
-    TaskSpec,
     executor_kind_from_env,
 )
 from plastic.mesos.credential import Credential
 from plastic.mesos.driver import MesosSchedulerDriver
 from plastic.mesos.errors import MesosFrameworkError
-from plastic.mesos.offers import agent_of_listing, offer_of, status_event, value_of
-from plastic.mesos.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskCommand:
-    """What a task runs: a shell command with its environment (the adapter adds nothing to either)."""
-
-    command: str
-    environment: Mapping[str, str] = field(default_factory=dict)
-
-
-class MissingTaskCommand(PlasticError):
-    """The book launched a job whose command the shell does not have."""
-
-    def __init__(self, job_id: str):
-        super().__init__(f"plastic has no command for job {job_id} (it was dropped); the launch is not sent",
-                         source=f"job {job_id}")
-        self.job_id = job_id
+def framework_info(name: str, framework_id: str | None, role: str | None) -> dict[str, Any]:
+    """The FrameworkInfo plastic subscribes with."""
+    # checkpoint: an agent that restarts recovers its tasks, and plastic's executor waits for it meanwhile
+    info: dict[str, Any] = {"name": name, "capabilities": [], "checkpoint": True}
+    if framework_id:  # take over a framework of a previous incarnation (a failover)
+        info["id"] = {"value": framework_id}
+    if role:
+        info["roles"] = [role]
+        info["capabilities"] = [{"type": "MULTI_ROLE"}]
+    return info
 
 
-JobStoreAnswer = Callable[[str, str], bool]  # (job_store_id, question) -> work done
-HistoryAnswer = Callable[[str], list[float]]  # tool -> recorded runtimes, newest first
-
-
-class Framework(Scheduler):
+class Framework(MesosCallbacks):
     """The Mesos side of the Toil plugin (see the module docstring)."""
 
     def __init__(
@@ -119,12 +114,9 @@ class Framework(Scheduler):
         self.ended: queue.Queue[cmd.ReportJobEnd] = queue.Queue()
         self.on_ended = on_ended or self.ended.put
         self.on_issued: list[Callable[[], None]] = []  # called (off the lock) after each job issued
-        self.commands: dict[str, TaskCommand] = {}
         self.unplaceable: dict[str, str] = {}
-        self.offer_resources: dict[str, dict[str, Mapping[str, Any]]] = {}  # offer id -> name -> resource
-        self.offers: dict[str, Mapping[str, Any]] = {}  # offer id -> the offer (its executor ids)
         self.executor_agents: set[str] = set()  # agents where plastic's executor ran a task of this framework
-        self.task_infos = TaskInfoBuilder(executor or executor_kind_from_env(), executor_command)
+        self.launcher = Launcher(TaskInfoBuilder(executor or executor_kind_from_env(), executor_command))
         self.statuses: dict[str, Mapping[str, Any]] = {}  # uuid -> the status as received (for the ack)
         self.registered_event = threading.Event()
         self.last_error: str | None = None
@@ -138,20 +130,11 @@ class Framework(Scheduler):
         for r in self.recorders:
             r.begin(self.book.config())
         self.record_flush_s = record_flush_s
-        self.job_store = job_store
-        self.runtime_history = runtime_history
+        self.questions = Questions(self.apply, job_store, runtime_history)
         self._pending: list[Any] = []  # events to apply after the current one (answers given at once)
-        self._questions: queue.Queue[Any] = queue.Queue()
-        self._asker: threading.Thread | None = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        # checkpoint: an agent that restarts recovers its tasks, and plastic's executor waits for it meanwhile
-        info: dict[str, Any] = {"name": name, "capabilities": [], "checkpoint": True}
-        if framework_id:  # take over a framework of a previous incarnation (a failover)
-            info["id"] = {"value": framework_id}
-        if role:
-            info["roles"] = [role]
-            info["capabilities"] = [{"type": "MULTI_ROLE"}]
+        info = framework_info(name, framework_id, role)
         self.failover_timeout_s = failover_timeout_s
         self._driver_factory, self._master, self._info = driver_factory, master, info
         # a master that authenticates frameworks: HTTP basic on every call, FrameworkInfo.principal
@@ -204,9 +187,7 @@ class Framework(Scheduler):
         finally:
             if self._ticker is not None:
                 self._ticker.join(timeout=self.tick_s + 1)
-            if self._asker is not None:
-                self._questions.put(None)
-                self._asker.join(timeout=self.record_flush_s)
+            self.questions.stop(self.record_flush_s)
             self.close_recorders()
 
     def close_recorders(self) -> None:
@@ -228,37 +209,40 @@ class Framework(Scheduler):
 
     # ------------------------------------------------------------ the one way in
 
-    def apply(self, event: evt.Event) -> list[Any]:
-        """Apply ``event``, then any answer it got at once; returns what the book returned for ``event``."""
+    def apply(self, event: evt.Event) -> Decisions:
+        """Apply ``event``, then any answer it got at once; returns what the book decided on ``event``."""
         with self.lock:
             self._pending.append(event)
-            steps: list[list[Any]] = []
+            steps: list[Decisions] = []
             while self._pending:
                 ev = self._pending.pop(0)
                 now = self.clock()
-                outputs = self.book.handle(ev, now)
-                steps.append(outputs)
-                for r in self.recorders:
+                decided = self.book.handle(ev, now)
+                steps.append(decided)
+                self._record(ev, now, decided.records, decided.commands)
+                for command in decided.commands:
                     try:
-                        r.step(ev, now, outputs)
-                    except Exception:  # a recorder must never stop scheduling
-                        log.exception("recorder %r failed on %r", r, ev)
-                for out in outputs:
-                    try:
-                        self._execute(out)
+                        self._execute(command)
                     except Exception:
-                        log.exception("could not carry out %r", out)
+                        log.exception("could not carry out %r", command)
             self.changed.notify_all()
-        return steps[0] if steps else []
+        return steps[0] if steps else Decisions()
+
+    def _record(self, event: Any, now: float, records: Sequence[Record], commands: Sequence[Any],
+                machine: str = "book") -> None:
+        for r in self.recorders:
+            try:
+                r.step(event, now, records, commands, machine)
+            except Exception:  # a recorder must never stop scheduling
+                log.exception("recorder %r failed on %r", r, event)
 
     def record_elastic(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
-        """Hand the elastic controller's step to every recorder (plastic.framework.provisioner)."""
+        """Hand the elastic controller's step to every recorder (plastic.framework.provisioner).  The
+        controller still returns its records and commands in one list (issue: elastic, part two)."""
+        records = [o for o in outputs if isinstance(o, Record)]
+        commands = [o for o in outputs if not isinstance(o, Record)]
         with self.lock:
-            for r in self.recorders:
-                try:
-                    r.step(event, now, outputs, "elastic")
-                except Exception:
-                    log.exception("recorder %r failed on an elastic step", r)
+            self._record(event, now, records, commands, "elastic")
 
     # ------------------------------------------------------------ calls from the Toil side
 
@@ -266,7 +250,7 @@ class Framework(Scheduler):
               instance_type: str | None = None, tool: str | None = None, name: str | None = None,
               step: str | None = None, job_store_id: str | None = None) -> None:
         with self.lock:
-            self.commands[job_id] = command
+            self.launcher.commands[job_id] = command
             self.apply(evt.JobIssued(job_id, demand, preempt, instance_type, tool, name, step, job_store_id))
         for listener in self.on_issued:
             listener()
@@ -359,175 +343,31 @@ class Framework(Scheduler):
         """An epoch time (a notice's deadline) on the book's clock."""
         return self.clock() + (epoch_s - self.wall_clock())
 
-    def notice(self, agent_id: str, kind: evt.NoticeKind, at_epoch_s: float) -> list[Any]:
+    def notice(self, agent_id: str, kind: evt.NoticeKind, at_epoch_s: float) -> Decisions:
         """A terminate notice (at: the deadline) or a rebalance recommendation (at: when it was made)."""
         with self.lock:
             return self.apply(evt.NoticeReceived(agent_id, self.book_time(at_epoch_s), kind))
 
     # ------------------------------------------------------------ commands
 
-    def _execute(self, command: Any) -> None:
-        d = self.driver
+    def _execute(self, command: cmd.Command) -> None:
         match command:
             case cmd.LaunchTasks():
-                self._launch(command)
-            case cmd.DeclineOffers():
-                d.declineOffer([{"value": o} for o in command.offer_ids], {"refuse_seconds": command.refuse_seconds})
-                for o in command.offer_ids:
-                    self.offer_resources.pop(o, None)
-                    self.offers.pop(o, None)
-            case cmd.KillTask():
-                d.killTask({"value": command.mesos_task_id},
-                           {"value": command.agent_id} if command.agent_id else None)
-            case cmd.Acknowledge():
-                status = self.statuses.pop(command.uuid, None) or {
-                    "task_id": {"value": command.mesos_task_id}, "uuid": command.uuid,
-                    **({"agent_id": {"value": command.agent_id}} if command.agent_id else {})}
-                d.acknowledgeStatusUpdate(status)
-            case cmd.ReviveOffers():
-                d.reviveOffers()
-            case cmd.SuppressOffers():
-                d.suppressOffers()
-            case cmd.Reconcile():
-                d.reconcileTasks([{"task_id": {"value": t}, **({"agent_id": {"value": a}} if a else {})}
-                                  for t, a in command.tasks])
+                self._pending += self.launcher.launch(self.driver, command, self.book.jobs)
             case cmd.ReportJobEnd():
-                self.commands.pop(command.job_id, None)
+                self.launcher.commands.pop(command.job_id, None)
                 self.unplaceable.pop(command.job_id, None)
                 self.on_ended(command)
             case cmd.ReportUnplaceable():
                 self.unplaceable[command.job_id] = command.reason
                 log.warning("job %s cannot be placed: %s", command.job_id, command.reason)
             case cmd.CheckJobStore() | cmd.LoadRuntimeHistory():
-                self._ask(command)
-            case _:  # a record: the recorders have it
-                pass
-
-    def _launch(self, launch: cmd.LaunchTasks) -> None:
-        specs = []
-        for task in launch.tasks:
-            try:
-                specs.append(self._task_spec(task))
-            except MissingTaskCommand as error:
-                log.error("%s", error)
-                self._pending.append(evt.StatusReceived(task.mesos_task_id, "TASK_ERROR", message=str(error),
-                                                        agent_id=task.agent_id))
-        if specs:
-            self.driver.launchTasks({"value": launch.offer_id}, self.task_infos.infos(
-                specs, self.offers.get(launch.offer_id, {}), self.offer_resources.get(launch.offer_id, {})))
-        else:
-            self.driver.declineOffer([{"value": launch.offer_id}], {"refuse_seconds": 0.0})
-        self.offer_resources.pop(launch.offer_id, None)
-        self.offers.pop(launch.offer_id, None)
-
-    def _task_spec(self, task: cmd.TaskLaunch) -> TaskSpec:
-        command = self.commands.get(task.job_id)
-        if command is None:
-            raise MissingTaskCommand(task.job_id)
-        job = self.book.jobs.get(task.job_id)
-        store_id = job.job_store_id if job is not None else None
-        labels = [("plastic_job", task.job_id), ("plastic_attempt", str(task.attempt))]
-        return TaskSpec((job.name if job is not None and job.name else None) or f"toil-{task.job_id}",
-                        task.mesos_task_id, task.agent_id, task.demand.vcpus, task.demand.ram_mib, command.command,
-                        command.environment, labels + ([("plastic_job_store_id", store_id)] if store_id else []))
-
-    # ------------------------------------------------------------ questions, answered off the lock
-
-    def _ask(self, question: cmd.CheckJobStore | cmd.LoadRuntimeHistory) -> None:
-        can = self.job_store if isinstance(question, cmd.CheckJobStore) else self.runtime_history
-        if can is None:
-            self._pending.append(self._answer(question, None))
-            return
-        if self._asker is None:
-            self._asker = threading.Thread(target=self._ask_loop, name="plastic-questions", daemon=True)
-            self._asker.start()
-        self._questions.put(question)
-
-    def _ask_loop(self) -> None:
-        while True:
-            question = self._questions.get()
-            if question is None:
-                return
-            answer = None
-            try:
-                if isinstance(question, cmd.CheckJobStore):
-                    assert self.job_store is not None
-                    answer = self.job_store(question.job_store_id, question.question)
-                else:
-                    assert self.runtime_history is not None
-                    answer = self.runtime_history(question.tool)
-            except Exception:
-                log.exception("could not answer %r; answering that nothing is known", question)
-            try:
-                self.apply(self._answer(question, answer))
-            except Exception:
-                log.exception("could not apply the answer to %r", question)
-
-    @staticmethod
-    def _answer(question: cmd.CheckJobStore | cmd.LoadRuntimeHistory, answer: Any) -> evt.Event:
-        if isinstance(question, cmd.CheckJobStore):
-            return evt.JobStoreChecked(question.key, question.question, bool(answer))
-        return evt.RuntimeHistoryLoaded(question.tool, tuple(float(s) for s in (answer or ())))
-
-    # ------------------------------------------------------------ driver callbacks
-
-    def registered(self, driver: Any, framework_id: Mapping[str, Any], master_info: Mapping[str, Any]) -> None:
-        self.framework_id = value_of(framework_id)
-        log.info("registered as framework %s", self.framework_id)
-        self.apply(evt.Registered(self.framework_id or ""))
-        self._load_agents(driver)
-        if self.registered_event.is_set():
-            self.apply(evt.Reconnected())  # a new framework id: reconcile what we think is live
-        self.registered_event.set()
-
-    def reregistered(self, driver: Any, master_info: Mapping[str, Any]) -> None:
-        log.info("re-registered as framework %s", self.framework_id)
-        self.apply(evt.Reconnected())
-
-    def disconnected(self, driver: Any) -> None:
-        log.warning("disconnected from the Mesos master; the driver reconnects")
-
-    def error(self, driver: Any, message: str) -> None:  # type: ignore[override]
-        log.error("Mesos driver error: %s", message)
-        self.last_error = message
-        self.failed_event.set()
-
-    def resourceOffers(self, driver: Any, offers: list[dict[str, Any]]) -> None:
-        with self.lock:
-            for o in offers:
-                self.offer_resources[value_of(o.get("id")) or ""] = {r["name"]: r for r in o.get("resources") or ()}
-                self.offers[value_of(o.get("id")) or ""] = o
-            running = EXECUTOR_ID if self.task_infos.kind == "plastic" else None
-            self.apply(evt.OffersReceived(tuple(offer_of(o, running) for o in offers)))
-
-    def offerRescinded(self, driver: Any, offer_id: Mapping[str, Any]) -> None:
-        with self.lock:
-            oid = value_of(offer_id) or ""
-            self.offer_resources.pop(oid, None)
-            self.offers.pop(oid, None)
-            self.apply(evt.OfferRescinded(oid))
-
-    def statusUpdate(self, driver: Any, status: dict[str, Any]) -> None:
-        ev = replace(status_event(status), usage=usage_of(status))  # (what plastic's executor measured)
-        with self.lock:
-            if value_of(status.get("executor_id")) == EXECUTOR_ID and ev.agent_id:
-                self.executor_agents.add(ev.agent_id)
-            if ev.uuid:
-                self.statuses[ev.uuid] = status
-            self.apply(ev)
-
-    def slaveLost(self, driver: Any, agent_id: Mapping[str, Any]) -> None:
-        self.apply(evt.AgentLost(value_of(agent_id) or ""))
-
-    def _load_agents(self, driver: Any) -> None:
-        """Feed AgentSeen for the master's agents (GET_AGENTS), so the book knows the whole cluster
-        (capacities) before the first offer; best effort."""
-        try:
-            answer = driver.operator.get_agents() or {}
-        except Exception as exc:  # an operator API the master does not have, a network hiccup...
-            log.info("GET_AGENTS failed (%s); agents are learnt from offers", exc)
-            return
-        for entry in (answer.get("get_agents") or {}).get("agents") or ():
-            agent = agent_of_listing(entry)
-            if agent is not None:
-                self.apply(evt.AgentSeen(agent))
+                answer = self.questions.ask(command)
+                if answer is not None:
+                    self._pending.append(answer)
+            case _:
+                if not send(self.driver, command, self.statuses):
+                    raise TypeError(f"not a JobBook command: {command!r}")
+                if isinstance(command, cmd.DeclineOffers):
+                    for o in command.offer_ids:
+                        self.launcher.forget(o)

@@ -1,8 +1,8 @@
 """Where the Framework's steps go: the decisions log (JSON lines), the run's state in Redis, or a log.
 
 The Framework applies one event at a time to the JobBook (plastic.core.book.jobbook) and hands every
-recorder the step: the event, the book's ``now`` and everything the book returned (commands and
-records, plastic.core.book.commands / jobbook_records), in order, under its lock.  A recorder
+recorder the step: the event, the book's ``now`` and what the book decided (its records and its
+commands, plastic.core.book.decisions), each in order, under its lock.  A recorder
 must never block: the Redis one (plastic.framework.store_recorder) only queues writes for a
 background thread.
 
@@ -19,7 +19,9 @@ each with ``t`` (epoch seconds when written):
 So a log can be replayed (plastic.core.book.replay): the same events into a book of the same config give
 the same commands and records.  The elastic controller's steps (plastic.framework.provisioner) are
 logged too, each line marked ``"m": "elastic"``: its records and commands, after a summary of what
-it observed (``kind`` elastic_event), and only the steps that decided something.  The records' kinds are the ones the run's Redis event stream, the
+it observed (``kind`` elastic_event), and only the steps that decided something.  A step's records
+come before its commands (logs of before 2026-11-29 interleave them in the order decided).  The
+records' kinds are the ones the run's Redis event stream, the
 progress display and the report read: issued, placed, running, kill, drain_kill, let_finish, ended,
 requeue, escalation, unplaceable, placeable_again, agent, agent_lost, notice, duplicate_notice,
 idle_agent, starving, declined, declined_ignored, rescinded, kill_ignored, duplicate_issue,
@@ -48,9 +50,10 @@ class Recorder(Protocol):
     def begin(self, config: Mapping[str, Any]) -> None:
         """A new JobBook with this configuration starts taking events."""
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
-        """One event and what the book (or the elastic controller) returned; must return at once
-        (called under the Framework's lock)."""
+    def step(self, event: Any, now: float, records: Sequence[Record], commands: Sequence[Any],
+             machine: str = "book") -> None:
+        """One event and what the book (or the elastic controller) decided: its records and its commands;
+        must return at once (called under the Framework's lock)."""
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Write what is pending (waiting at most ``timeout_s``) and release everything."""
@@ -90,19 +93,19 @@ class JsonLinesRecorder:
     def begin(self, config: Mapping[str, Any]) -> None:
         self._write([{"t": time.time(), "kind": "book", "config": dict(config)}])
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
+    def step(self, event: Any, now: float, records: Sequence[Record], commands: Sequence[Any],
+             machine: str = "book") -> None:
         at = time.time()
         if machine == "book":
             lines = [{"t": at, "kind": "event", "now": now, "event": encode(event)}]
             mark: dict[str, str] = {}
-        elif outputs:
+        elif records or commands:
             mark = {"m": machine}
             lines = [{"t": at, **mark, "kind": f"{machine}_event", "now": now, "event": summary_of(event)}]
         else:
             return
-        for out in outputs:
-            lines.append({**record_line(out, at), **mark} if isinstance(out, Record)
-                         else {"t": at, **mark, "kind": "command", "command": encode(out)})
+        lines += [{**record_line(r, at), **mark} for r in records]
+        lines += [{"t": at, **mark, "kind": "command", "command": encode(c)} for c in commands]
         self._write(lines)
 
     def close(self, timeout_s: float = 10.0) -> None:
@@ -118,10 +121,10 @@ class RecordListener:
     def begin(self, config: Mapping[str, Any]) -> None:
         pass
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
-        for out in outputs:
-            if isinstance(out, Record):
-                self.record(out.kind, out.fields)
+    def step(self, event: Any, now: float, records: Sequence[Record], commands: Sequence[Any],
+             machine: str = "book") -> None:
+        for r in records:
+            self.record(r.kind, r.fields)
 
     def record(self, kind: str, fields: Mapping[str, Any]) -> None:
         pass

@@ -70,12 +70,11 @@ class StoreRecorder:
     def begin(self, config: Mapping[str, Any]) -> None:
         pass
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
+    def step(self, event: Any, now: float, records: Sequence[Record], commands: Sequence[Any],
+             machine: str = "book") -> None:
         at = self.clock()
         writes: list[Write] = []
-        for out in outputs:
-            if not isinstance(out, Record):
-                continue
+        for out in records:
             try:
                 writes += self._writes(out, at)
             except Exception:  # a malformed record must not stop the framework

@@ -64,7 +64,8 @@ class JobBookMachine(RuleBasedStateMachine):
 
     def apply(self, event, dt=1.0):
         self.now += dt
-        cmds = self.book.handle(event, self.now)
+        decided = self.book.handle(event, self.now)
+        cmds = decided.commands
         for c in cmds:
             if isinstance(c, ReportJobEnd):
                 assert c.job_id in self.issued
@@ -88,7 +89,7 @@ class JobBookMachine(RuleBasedStateMachine):
             else:
                 assert not acks
         self.book.validate()
-        return cmds
+        return decided
 
     @rule(jid=st.sampled_from(JOBS), preempt=st.sampled_from(PREEMPTS), demand=st.sampled_from(DEMANDS),
           tool=st.sampled_from([None, "short", "long"]))

@@ -36,9 +36,9 @@ class Harness:
 
     def __call__(self, event, dt: float = 1.0):
         self.now += dt
-        cmds = self.book.handle(event, self.now)
+        decided = self.book.handle(event, self.now)
         self.book.validate()
-        return cmds
+        return [*decided.records, *decided.commands]  # what the book decided: its records, then its commands
 
     def issue(self, jid="j", preempt=PREEMPTIBLE, demand=SMALL, tool="t", **kw):
         return self(JobIssued(jid, demand, preempt, tool=tool, **kw))

@@ -10,18 +10,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from plastic.core.book.decisions import Decisions
 from plastic.core.book.records import Record
 from plastic.framework.recorder import RecordListener
 
 
+def _all(out):
+    """A JobBook step's records and commands (plastic.core.book.decisions), or a list of outputs as it is."""
+    return [*out.records, *out.commands] if isinstance(out, Decisions) else out
+
+
 def of(out, cls):
     """The outputs that are instances of ``cls``, in order."""
-    return [o for o in out if isinstance(o, cls)]
+    return [o for o in _all(out) if isinstance(o, cls)]
 
 
 def records(out, kind):
     """The fields of the records of ``kind`` among the outputs, in order."""
-    return [o.fields for o in out if isinstance(o, Record) and o.kind == kind]
+    return [o.fields for o in _all(out) if isinstance(o, Record) and o.kind == kind]
 
 
 class Kinds(RecordListener):
@@ -31,9 +37,10 @@ class Kinds(RecordListener):
         self.seen: list[tuple[str, dict]] = []
         self.events: list[Any] = []
 
-    def step(self, event: Any, now: float, outputs: Sequence[Any], machine: str = "book") -> None:
+    def step(self, event: Any, now: float, records: Sequence[Record], commands: Sequence[Any],
+             machine: str = "book") -> None:
         self.events.append(event)
-        super().step(event, now, outputs, machine)
+        super().step(event, now, records, commands, machine)
 
     def record(self, kind: str, fields: Mapping[str, object]) -> None:
         self.seen.append((kind, dict(fields)))

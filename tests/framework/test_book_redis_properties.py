@@ -66,11 +66,11 @@ class BookAndRedisMachine(JobBookMachine):
 
     def apply(self, event, dt=1.0):
         at = self.now + dt
-        cmds = super().apply(event, dt)
-        self.recorder.step(event, at, cmds)
+        decided = super().apply(event, dt)
+        self.recorder.step(event, at, decided.records, decided.commands)
         self.log.append(json.loads(json.dumps({"kind": "event", "now": at, "event": encode(event)})))
-        self.log += [output_line(c) for c in cmds]
-        return cmds
+        self.log += [output_line(c) for c in (*decided.records, *decided.commands)]
+        return decided
 
     @invariant()
     def redis_holds_the_books_states(self):

@@ -72,7 +72,7 @@ def test_redis_gone_answers_no_history_and_the_run_goes_on(tmp_path):
         (answer,) = eventually(lambda: [e for e in rec.events if isinstance(e, RuntimeHistoryLoaded)], 5,
                                "the answer to the history question (Redis is gone)")
         assert answer == RuntimeHistoryLoaded("t", ())  # applied: nothing known
-        assert fw._questions.empty()
+        assert fw.questions.empty()
         assert fw.book.estimate("t") is None
     finally:
         fw.stop(kill_tasks=False)

@@ -130,7 +130,7 @@ def test_a_refused_move_is_logged_not_raised(store, run_id, caplog):
         rec.step(Tick(), 0.0, [JobQueued("1", 1, 1, "true", None, None),
                                TaskStateChanged("1", TaskState.QUEUED, TaskState.RUNNING, "running"),
                                TaskStateChanged("2", TaskState.LAUNCHING, TaskState.FINISHED, "ended finished"),
-                               JobPlaceableAgain("1")])
+                               JobPlaceableAgain("1")], [])
         assert rec.flush(10)
     finally:
         rec.close(5)

@@ -1,8 +1,9 @@
 """Replay a decisions log (plastic.framework.recorder.JsonLinesRecorder) through the JobBook, pure.
 
 Every ``book`` line starts a new JobBook with the logged configuration; every ``event`` line is
-decoded and handled at its logged ``now``; what the book returns is compared, in order, with the
-command and record lines that followed the event in the log.  Since every input of a decision is an
+decoded and handled at its logged ``now``; what the book returns is compared with the command and
+record lines that followed the event in the log: the commands in their order, the records in theirs
+(a log holds a step's records, then its commands; logs of before 2026-11-29 interleave them).  Since every input of a decision is an
 event in the log (the runtime history and the job store's answers included), a replay gives the same
 decisions; a difference is a `Mismatch`.  The last step of a book may have been cut short in the log
 when its process was killed (SIGKILL in the middle of writing it): when what was logged of it is the
@@ -62,6 +63,11 @@ def output_line(out: Any) -> dict[str, Any]:
     return _normal({"kind": "command", "command": encode(out)})
 
 
+def _apart(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A step's lines as (commands, records), each in its order."""
+    return ([x for x in lines if x.get("kind") == "command"], [x for x in lines if x.get("kind") != "command"])
+
+
 def replay(entries: Iterable[Mapping[str, Any]]) -> ReplayResult:
     """Replay parsed log lines (see the module docstring)."""
     book: JobBook | None = None
@@ -73,8 +79,12 @@ def replay(entries: Iterable[Mapping[str, Any]]) -> ReplayResult:
 
     def settle(last_of_book: bool = False) -> None:
         nonlocal current, logged, torn
-        if current is not None and current[2] != logged:
-            if last_of_book and current[2][:len(logged)] == logged:
+        if current is None:
+            logged = []
+            return
+        replayed, got = _apart(current[2]), _apart(logged)
+        if replayed != got:
+            if last_of_book and all(r[:len(g)] == g for r, g in zip(replayed, got, strict=True)):
                 torn += 1
             else:
                 mismatches.append(Mismatch(current[0], current[1], logged, current[2]))
@@ -93,7 +103,8 @@ def replay(entries: Iterable[Mapping[str, Any]]) -> ReplayResult:
             if book is None:
                 continue  # a log that began before its book line: nothing to replay it into
             event = decode(entry["event"], EVENT_TYPES)
-            outputs = [output_line(o) for o in book.handle(event, float(entry["now"]))]
+            step = book.handle(event, float(entry["now"]))
+            outputs = [output_line(o) for o in (*step.records, *step.commands)]
             decisions += len(outputs)
             current = (events, entry["event"], outputs)
             events += 1
