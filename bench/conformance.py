@@ -62,7 +62,7 @@ except ImportError:  # pragma: no cover - run from a bare checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import plastic
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SUITE = REPO.parent / "shared" / "cwl-v1.2"

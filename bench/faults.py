@@ -105,7 +105,7 @@ def embedded_redis(case: Case) -> dict:
 
 
 def master_restart(case: Case) -> dict:
-    from plastic.local.testing import LocalCluster
+    from plastic.local.handle import LocalCluster
 
     with LocalCluster(SPEC, agent_ping_timeout_s=2.0, heartbeat_s=1.0) as cluster:
         t0 = time.monotonic()

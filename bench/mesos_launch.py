@@ -46,7 +46,7 @@ from bench.common import cpu_model, percentile
 from plastic.core.executor.share import EXECUTOR_CPUS, EXECUTOR_RAM_MIB
 from plastic.executor.protocol import executor_ids_of, executor_info, task_data
 from plastic.framework.task_info import default_executor_command
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from plastic.mesos import MesosSchedulerDriver, Scheduler
 
 TARGET_LAUNCHES_PER_S = 200.0

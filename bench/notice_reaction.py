@@ -51,10 +51,11 @@ from bench.common import machine, percentile
 from plastic.core.book.jobbook import JobBook
 from plastic.core.book.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
-from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.adapter import Framework
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.notices import NoticeFollower
 from plastic.framework.recorder import RecordListener
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from plastic.store import Store, start_embedded
 
 AWS_WINDOW_S = 120.0

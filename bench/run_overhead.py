@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.common import plastic_env  # noqa: E402
-from plastic.local.testing import LocalCluster  # noqa: E402
+from plastic.local.handle import LocalCluster  # noqa: E402
 from plastic.store import start_embedded  # noqa: E402
 
 WORKFLOW = REPO / "bench" / "workflows" / "scatter-echo.cwl"

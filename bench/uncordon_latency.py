@@ -36,8 +36,14 @@ def main() -> None:
     from bench.common import machine, percentile
     from plastic.core.book.jobbook import JobBook
     from plastic.core.model import RELIABLE, Resources
-    from plastic.framework.adapter import Framework, TaskCommand
-    from plastic.local.testing import LocalCluster
+    from plastic.framework.adapter import Framework
+    try:
+        from plastic.framework.launcher import TaskCommand
+        from plastic.local.handle import LocalCluster
+    except ImportError:  # --plastic-from a checkout of before 2026-11-29
+        from plastic.local.testing import LocalCluster  # type: ignore[no-redef]
+
+        from plastic.framework.adapter import TaskCommand  # type: ignore[attr-defined,no-redef]
 
     rng = random.Random(args.seed)
     spec = {"clusters": [{"name": "core", "count": 1, "cpus": 2, "ram_mib": 4096, "preemptible": False}]}

@@ -19,7 +19,7 @@ from typing import Any
 
 def main() -> None:
     """Entry point: one clear line and a non-zero exit for every expected error."""
-    from plastic.cli.errors import run_command
+    from plastic.cli.error_exit import run_command
     from plastic.cli.group import cli
 
     run_command(cli)

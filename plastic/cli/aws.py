@@ -115,6 +115,6 @@ aws_group.add_command(sqs_setup)
 
 
 if __name__ == "__main__":
-    from plastic.cli.errors import run_command
+    from plastic.cli.error_exit import run_command
 
     run_command(aws_group)

@@ -77,7 +77,7 @@ def spot_run(imds: str, interval: str, restart_seconds: str | None, verbose: int
     as the interruption would take the machine; exits 137 then, else with COMMAND's code."""
     import shutil
 
-    from plastic.watch.imds import ImdsClient
+    from plastic.watch.imds_client import ImdsClient
     from plastic.watch.spot_run import run_until_interrupted
 
     interval_s = seconds_value(interval, "--interval")

@@ -170,7 +170,7 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
               launcher_threads: int, boot_seconds: float, refuse_spot: str, credentials_file: str | None,
               state_file: str | None,
               parent_pid: int | None, remove_workdir: bool, lease_file: str | None, lease_seconds: float) -> None:
-    """Serve a cluster in this process (used by --detach and by plastic.local.testing)."""
+    """Serve a cluster in this process (used by --detach and by plastic.local.handle)."""
     import asyncio
 
     from plastic.local.server import serve
@@ -297,7 +297,7 @@ def interrupt(agent_id: str | None, cluster_name: str | None, notice_seconds: fl
     body: dict[str, Any] = {"notice_seconds": notice_seconds, "rebalance_only": rebalance_only}
     body["agent_id" if agent_id else "cluster"] = agent_id or cluster_name
     doc = _request("POST", _master_url(port, master) + "/plastic/interrupt", json=body)
-    from plastic.local.imds import iso_utc
+    from plastic.local.instance_metadata import iso_utc
 
     for item in doc["interrupted"]:
         what = (f"rebalance recommendation at {iso_utc(item['rebalance_time'])}" if rebalance_only
@@ -379,7 +379,7 @@ def _control(method: str, url: str, **kwargs: Any) -> Any:
 
 def main() -> None:
     """`python -m plastic.local`: the group alone, with plastic's error handling."""
-    from plastic.cli.errors import run_command
+    from plastic.cli.error_exit import run_command
 
     @click.group()
     @click.option("-v", "--verbose", count=True)

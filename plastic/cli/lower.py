@@ -58,7 +58,7 @@ def lower(workflow: str, job: str | None, out_dir: str, no_infer_preempt: bool) 
 
 def main() -> None:
     """`python -m plastic.cli.lower ...`: the command alone, with plastic's one-line errors."""
-    from plastic.cli.errors import run_command
+    from plastic.cli.error_exit import run_command
 
     run_command(lower)
 

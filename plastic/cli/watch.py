@@ -92,7 +92,7 @@ def agent_watch(redis_url: str | None, redis_ca: str | None, imds: str, interval
                 grace: str, token_ttl: str, verbose: int) -> None:
     """Watch this machine's IMDS for spot interruption notices and rebalance recommendations, and
     publish each once into plastic's Redis."""
-    from plastic.watch.imds import MAX_TOKEN_TTL_S, ImdsClient
+    from plastic.watch.imds_client import MAX_TOKEN_TTL_S, ImdsClient
     from plastic.watch.watcher import AgentWatcher
 
     interval_s = seconds_value(interval, "--interval")

@@ -77,6 +77,8 @@ default resources and a `unitName` ending in `.<tool id>._wrapper`; helpers
 successor that fits into its predecessor's worker without issuing it, so not
 every tool id is necessarily seen (`--disableChaining true` issues every job).
 
+What each tool copy gets (its id, its ResourceRequirement, the policy's values)
+is worked out in plastic.cwl.lower_plan; this module rewrites the packed document.
 Packing, validation and the atomic writes are in plastic.cwl.lower_io: the
 lowered document is validated with cwltool before either file takes its final
 name, and a failure leaves the output directory as it was.
@@ -87,44 +89,21 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from plastic.core.errors import InputError, WorkflowError
-from plastic.core.model import Preempt
 from plastic.core.planning.annotations import ARVADOS_USE_PREEMPTIBLE, PLASTICITY_CLASS
 from plastic.cwl import document_file
-from plastic.cwl.lower_io import LOWERED_NAME, POLICY_NAME, plain
+from plastic.cwl.lower_io import LOWERED_NAME, POLICY_NAME
+from plastic.cwl.lower_plan import LoweredStep, ToolPlan, plan_tools, processes_by_step, tool_id_for, unique_name
 
 POLICY_VERSION = "plastic.policy/v1"
-TOOL_ID_PREFIX = "plastic_"
 ARVADOS_NAMESPACE = "http://arvados.org/cwl#"
 
-_RESOURCE_FIELDS = tuple(f"{kind}{bound}" for kind in ("cores", "ram", "tmpdir", "outdir")
-                         for bound in ("Min", "Max"))
 _PROCESS_CLASSES = ("Workflow", "CommandLineTool", "ExpressionTool", "Operation")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_V10_DEFAULT_RAM = 1024  # cwltool's default ramMin for v1.0 documents
-_DEFAULT_RAM = 256  # and for later versions
-
-
-@dataclass(frozen=True)
-class LoweredStep:
-    """One step that runs a tool, as lowered: its own tool id and the plan's values."""
-
-    step: str  # the loader's flattened step id, e.g. "per_sample/sort"
-    tool_id: str  # e.g. "plastic_per_sample_sort": the last dotted part of Toil's unitName
-    vcpus: int | None  # None: an expression evaluated at run time
-    ram_mib: int | None
-    preempt: Preempt
-    instance_type: str | None
-
-    def to_policy(self) -> dict[str, Any]:
-        return {"preempt": self.preempt.to_json(), "instance_type": self.instance_type,
-                "step": self.step, "vcpus": self.vcpus, "ram_mib": self.ram_mib}
 
 
 @dataclass(frozen=True)
@@ -140,12 +119,6 @@ class Lowered:
 
     def by_tool_id(self) -> dict[str, LoweredStep]:
         return {s.tool_id: s for s in self.steps}
-
-
-@dataclass(frozen=True)
-class _ToolPlan:
-    step: LoweredStep
-    resource: dict[str, Any] | None  # the ResourceRequirement the copy gets, if any
 
 
 # --- entry -------------------------------------------------------------------------------------
@@ -176,8 +149,8 @@ def lower_workflow(workflow_path: str, out_dir: str, *, job_path: str | None = N
         process = load_process(workflow_path)  # cached by cwltool: cheap after load_cwl
         packed = pack(workflow_path)
         version = str(packed.get("cwlVersion", ""))
-        plans = _plan_tools(wf.rows, _processes_by_step(process), version, _taken_names(packed),
-                            source=workflow_path)
+        plans = plan_tools(wf.rows, processes_by_step(process), version, _taken_names(packed),
+                           source=workflow_path)
         document = _Rewriter(packed, plans, workflow_path).document()
         text = to_json_text(document)
         steps = tuple(p.step for p in plans.values())
@@ -189,101 +162,7 @@ def lower_workflow(workflow_path: str, out_dir: str, *, job_path: str | None = N
                    policy=policy, steps=steps)
 
 
-# --- what each tool copy gets -----------------------------------------------------------------
-
-
-def tool_id_for(step: str) -> str:
-    """The id a step's tool copy is named after (before making it unique)."""
-    return TOOL_ID_PREFIX + _UNSAFE.sub("_", step.replace("/", "_"))
-
-
-def _unique(base: str, taken: set[str]) -> str:
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
-    taken.add(name)
-    return name
-
-
-def _processes_by_step(process: Any) -> dict[str, Any]:
-    """Flattened step id -> the loaded cwltool Process it runs (with inherited requirements)."""
-    from cwltool.process import shortname
-
-    from plastic.cwl.walk import process_name
-
-    if process.tool["class"] != "Workflow":
-        return {process_name(process): process}
-    found: dict[str, Any] = {}
-
-    def visit(wf: Any, prefix: str) -> None:
-        for step in wf.steps:
-            flat = prefix + shortname(step.id)
-            emb = step.embedded_tool
-            if emb.tool["class"] == "Workflow":
-                visit(emb, flat + "/")
-            else:
-                found.setdefault(flat, emb)
-
-    visit(process, "")
-    return found
-
-
-def _dynamic(rr: Mapping[str, Any], kind: str) -> bool:
-    """Whether the amount cwltool takes for `kind` (Min when set, else Max) is an expression."""
-    for bound in ("Min", "Max"):
-        value = rr.get(f"{kind}{bound}")
-        if value:
-            return isinstance(value, str)
-    return False
-
-
-def _plan_tools(rows: Any, processes: Mapping[str, Any], version: str, taken: set[str], *,
-                source: str) -> dict[str, _ToolPlan]:
-    from plastic.cwl.loader import SOURCE_DEFAULT
-    from plastic.cwl.resolve import SOURCE_HINT, SOURCE_WORKFLOW_HINT
-
-    plastic_sources = (SOURCE_HINT, SOURCE_WORKFLOW_HINT)  # values that came from plastic:Plasticity
-
-    lowered_default_ram = _V10_DEFAULT_RAM if version == "v1.0" else _DEFAULT_RAM
-    plans: dict[str, _ToolPlan] = {}
-    for row in rows:
-        emb = processes.get(row.step_id)
-        if emb is None:
-            raise WorkflowError(f"cannot lower: step '{row.step_id}' not found", source=source, field="steps")
-        found, _ = emb.get_requirement("ResourceRequirement")
-        rr = {k: v for k, v in (found or {}).items() if k in _RESOURCE_FIELDS}
-        plastic_cpu = row.vcpus_source in plastic_sources
-        plastic_ram = row.ram_source in plastic_sources
-        # cwltool's default RAM depends on the version of the document the tool came from (1024 MiB
-        # for v1.0, else 256); packing may change that version: then the plan's default is written out
-        pin_ram = (row.ram_source == SOURCE_DEFAULT and row.ram_mib != lowered_default_ram
-                   and not rr.get("ramMin") and not rr.get("ramMax"))
-        resource = None
-        if plastic_cpu or plastic_ram or pin_ram:
-            fields = dict(rr)
-            if plastic_cpu:
-                fields["coresMin"] = row.vcpus
-                fields.pop("coresMax", None)
-            if plastic_ram:
-                fields["ramMin"] = row.ram_mib
-                fields.pop("ramMax", None)
-            elif pin_ram:
-                fields["ramMin"] = row.ram_mib
-            resource = {"class": "ResourceRequirement", **{k: plain(v) for k, v in fields.items()}}
-        step = LoweredStep(
-            step=row.step_id,
-            tool_id=_unique(tool_id_for(row.step_id), taken),
-            vcpus=row.vcpus if plastic_cpu or not _dynamic(rr, "cores") else None,
-            ram_mib=row.ram_mib if plastic_ram or not _dynamic(rr, "ram") else None,
-            preempt=row.preempt,
-            instance_type=row.instance_type,
-        )
-        plans[row.step_id] = _ToolPlan(step, resource)
-    return plans
-
-
-# --- packing and rewriting --------------------------------------------------------------------
+# --- rewriting the packed document ------------------------------------------------------------
 
 
 def _taken_names(packed: Any) -> set[str]:
@@ -340,7 +219,7 @@ def _class_of(entry: Any, namespaces: Mapping[str, str]) -> str | None:
 
 
 class _Rewriter:
-    def __init__(self, packed: Mapping[str, Any], plans: Mapping[str, _ToolPlan], source: str):
+    def __init__(self, packed: Mapping[str, Any], plans: Mapping[str, ToolPlan], source: str):
         self.packed = packed
         self.plans = plans
         self.source = source
@@ -453,7 +332,7 @@ class _Rewriter:
             else:
                 raise self.fail(f"step '{flat}' has no `run`")
             if target.get("class") == "Workflow":
-                new = _unique(tool_id_for(flat), self.taken)
+                new = unique_name(tool_id_for(flat), self.taken)
             elif target.get("class") in _PROCESS_CLASSES:
                 plan = self.plans.get(flat)
                 if plan is None or flat in self.done:

@@ -2,51 +2,33 @@
 evaluate what can be evaluated before run time, and resolve every step.
 
 Used by plastic.cwl.loader (it yields plastic.cwl.steps values); imports cwltool, so it is loaded lazily.
+A step's input object is worked out in plastic.cwl.step_inputs, the resources of each copy of a step in
+plastic.cwl.step_resources.
 """
 
 from __future__ import annotations
 
-import copy
 import heapq
 import logging
-import math
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cwl_utils import expression
-from cwltool.context import RuntimeContext
 from cwltool.process import Process, shortname
-from cwltool.update import ORIGINAL_CWLVERSION
 from cwltool.utils import aslist
 
-from plastic.core.errors import PlasticError, WorkflowError
+from plastic.core.errors import WorkflowError
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt
-from plastic.cwl.glue import display_path, to_workflow_error
+from plastic.cwl.glue import display_path
 from plastic.cwl.resolve import Level, Resolved, resolve_annotations
-from plastic.cwl.steps import (
-    NO_JOB_ORDER,
-    SOURCE_DEFAULT,
-    SOURCE_DYNAMIC,
-    SOURCE_INFERRED,
-    SOURCE_RESOURCE_REQUIREMENT,
-    StepInstance,
-)
-from plastic.cwl.values import (
-    Unknown,
-    first_unknown,
-    link_merge,
-    pick_value,
-    scatter_elements,
-    shaped,
-)
+from plastic.cwl.step_inputs import connected, merge_sources, step_inputs, value_from
+from plastic.cwl.step_resources import step_resources
+from plastic.cwl.steps import NO_JOB_ORDER, SOURCE_DEFAULT, SOURCE_INFERRED, StepInstance
+from plastic.cwl.values import Unknown, scatter_elements, shaped
 
 log = logging.getLogger(__name__)
 
 Scope = tuple[tuple[str, int], ...]
-_EVAL_DIR = "/nonexistent/plastic-evaluates-only"  # never created: nothing runs
-_LOCATION = re.compile(r"^\S+?:(\d+):\d+:", re.MULTILINE)
 
 
 @dataclass
@@ -99,6 +81,72 @@ def _strip_extension(name: str) -> str:
     return name
 
 
+@dataclass
+class _Frame:
+    """One (sub)workflow being walked: where it sits, and what its steps give as they are walked."""
+
+    wf: Process
+    prefix: str  # the flattened id of the step that calls it and "/" ("" at the top)
+    inputs: Mapping[str, Any]  # its input object (short names)
+    enclosing: tuple[Level, ...]  # the annotation levels around it, innermost first
+    scope: Scope
+    replicated: bool  # inside a scatter
+    dynamic: bool  # inside a scatter whose width is known only at run time
+    outer_parents: frozenset[str]  # the steps its steps wait for when they read none of their siblings
+    phantom: bool  # never runs: only its rows are wanted
+    wf_inputs: dict[str, str] = field(init=False)  # input id -> short name
+    owner: dict[str, Any] = field(init=False)  # output id -> the step giving it
+    values: dict[str, Any] = field(default_factory=dict)  # output id of a step walked -> its value
+    consumed: set[str] = field(default_factory=set)  # ids of the steps whose outputs a sibling reads
+
+    def __post_init__(self) -> None:
+        self.wf_inputs = {inp["id"]: shortname(inp["id"]) for inp in self.wf.tool["inputs"]}
+        self.owner = {}
+        for step in self.wf.steps:
+            for out in step.tool["out"]:
+                self.owner[_out_id(out)] = step
+
+    def source_value(self, src: str) -> Any:
+        if src in self.wf_inputs:
+            return self.inputs.get(self.wf_inputs[src])
+        if src in self.values:
+            return self.values[src]
+        return Unknown(f"source '{shortname(src)}' is not known")
+
+
+@dataclass(frozen=True)
+class _StepCall:
+    """One step of a walked (sub)workflow, called: its input object and the elements it runs on."""
+
+    step: Any
+    flat: str  # the flattened step id
+    where: str
+    io: dict[str, Any]  # its input object (full input ids), before any scatter
+    elements: list[dict[str, Any]]  # one per copy (scatter element); none: it never runs
+    scopes: list[Scope]  # of each element
+    scattered: bool
+    shape: list[int] | None  # of the scatter's outputs; None: unknown (or no scatter)
+    width_dynamic: bool  # the number of elements is known only at run time
+    replicated: bool  # scattered, or inside a scatter
+    parents: frozenset[str]  # the steps it waits for
+
+
+def _output_values(call: _StepCall, per_element: list[dict[str, Any]]) -> dict[str, Any]:
+    """Output id -> value of a walked step, from the output values of each of its elements."""
+    values: dict[str, Any] = {}
+    for out in call.step.tool["out"]:
+        oid = _out_id(out)
+        name = shortname(oid)
+        if not call.scattered:
+            values[oid] = per_element[0].get(name, Unknown(f"output '{name}' of step '{call.flat}'")) \
+                if per_element else Unknown(f"it depends on the output of step '{call.flat}'")
+        elif call.shape is None:  # dynamic width: the output's length is unknown too
+            values[oid] = Unknown(f"it depends on the output of step '{call.flat}'")
+        else:
+            values[oid] = shaped([e.get(name) for e in per_element], call.shape)
+    return values
+
+
 class Walker:
     def __init__(self, *, infer_preempt: bool, width_assumption: int) -> None:
         self.infer_preempt = infer_preempt
@@ -113,7 +161,7 @@ class Walker:
         if sentence not in self.assumptions:
             self.assumptions.append(sentence)
 
-    def _order(self, ids: set[str]) -> tuple[str, ...]:
+    def _order(self, ids: set[str] | frozenset[str]) -> tuple[str, ...]:
         index = {sid: k for k, sid in enumerate(self.steps)}
         return tuple(sorted(ids, key=lambda s: (index.get(s, 1 << 30), s)))
 
@@ -139,116 +187,117 @@ class Walker:
              scope: Scope, replicated: bool, dynamic: bool, outer_parents: frozenset[str], *,
              phantom: bool) -> tuple[dict[str, Any], frozenset[str]]:
         """Walk one (sub)workflow; return its output values and its sink steps (flattened ids)."""
-        wf_inputs = {inp["id"]: shortname(inp["id"]) for inp in wf.tool["inputs"]}
-        owner: dict[str, Any] = {}
-        for step in wf.steps:
-            for out in step.tool["out"]:
-                owner[_out_id(out)] = step
-        values: dict[str, Any] = {}
-        consumed: set[str] = set()
-
-        def source_value(src: str) -> Any:
-            if src in wf_inputs:
-                return inputs.get(wf_inputs[src])
-            if src in values:
-                return values[src]
-            return Unknown(f"source '{shortname(src)}' is not known")
-
-        for step in self._topological(wf.steps, owner):
-            flat = prefix + shortname(step.id)
-            where = f"{_doc(step.id)} (step {flat})"
-            parents: set[str] = set()
-            intra = False
-            for inp in step.tool["inputs"]:
-                for src in aslist(inp.get("source", [])):
-                    if src in owner:
-                        intra = True
-                        consumed.add(owner[src].id)
-                        parents |= self.producers.get(prefix + shortname(owner[src].id), frozenset())
-            if not intra:
-                parents |= outer_parents
-            io = self._step_inputs(step, source_value, where)
-            scatter = [str(s) for s in aslist(step.tool.get("scatter", []))]
-            method = str(step.tool.get("scatterMethod") or "dotproduct")
-            shape: list[int] | None = None
-            width_dynamic = dynamic
-            if scatter:
-                try:
-                    result = scatter_elements(io, scatter, method)
-                except ValueError as exc:
-                    raise WorkflowError(str(exc), source=where, field="scatter") from None
-                if isinstance(result, Unknown):
-                    width_dynamic = True
-                    if not phantom:
-                        self.note(f"Step '{flat}': the scatter width is known only at run time "
-                                  f"({result.reason}); assumed {self.width_assumption}: an elastic `plastic run` "
-                                  f"grows the cluster for the width it finds.")
-                    element = dict(io)
-                    for sid in scatter:
-                        element[sid] = Unknown(result.reason)
-                    elements = [dict(element) for _ in range(self.width_assumption)]
-                else:
-                    elements, shape = result
+        frame = _Frame(wf, prefix, inputs, enclosing, scope, replicated, dynamic, outer_parents, phantom)
+        for step in self._topological(wf.steps, frame.owner):
+            call = self._call(frame, step)
+            if step.embedded_tool.tool["class"] == "Workflow":
+                per_element = self._walk_subworkflow(frame, call)
             else:
-                elements = [io]
-            if "when" in step.tool and not phantom:
-                self.note(f"Step '{flat}' is conditional (`when`); planned as if it runs.")
-            if not phantom:
-                elements = [self._value_from(wf, step, e, where) for e in elements]
-            scopes = [scope + ((flat, i),) if scatter else scope for i in range(len(elements))]
-            inner_replicated = replicated or bool(scatter)
-            emb = step.embedded_tool
-            if emb.tool["class"] == "Workflow":
-                sub = (Level.of(step.tool, inherited=True, uri=step.id),
-                       Level.of(emb.tool, inherited=True, uri=emb.tool["id"])) + enclosing
-                outs: list[dict[str, Any]] = []
-                sinks: set[str] = set()
-                runs = list(zip(elements, scopes, strict=True)) or [(dict(io), scope + ((flat, 0),))]
-                for element, el_scope in runs:
-                    sub_inputs = self._connected(step, element)
-                    if phantom or not elements:  # never runs: only its rows are wanted
-                        sub_inputs = {k: Unknown("the step never runs") for k in sub_inputs}
-                    o, s = self.walk(emb, flat + "/", sub_inputs, sub, el_scope, inner_replicated,
-                                     width_dynamic, frozenset(parents),
-                                     phantom=phantom or not elements)
-                    outs.append(o)
-                    sinks |= s
-                self.producers[flat] = frozenset(sinks) if sinks else frozenset(parents)
-                per_element = outs if elements else []
-            else:
-                levels = (Level.of(step.tool, inherited=False, uri=step.id),
-                          Level.of(emb.tool, inherited=False, uri=emb.tool["id"])) + enclosing
-                acc = self.register(flat, levels, self._order(parents), inner_replicated)
-                acc.width_dynamic = acc.width_dynamic or width_dynamic
-                if phantom or not elements:
-                    acc.template = self.resources(acc, emb, self._connected(step, io), where, note=False)
-                for element, el_scope in zip(elements, scopes, strict=True):
-                    if not phantom:
-                        self.add_instance(acc, emb, self._connected(step, element), el_scope, where)
-                self.producers[flat] = frozenset({flat})
-                unknown = Unknown(f"it depends on the output of step '{flat}'")
-                per_element = [{shortname(_out_id(o)): unknown for o in step.tool["out"]}
-                               for _ in elements]
-            for out in step.tool["out"]:
-                oid = _out_id(out)
-                name = shortname(oid)
-                if not scatter:
-                    values[oid] = per_element[0].get(name, Unknown(f"output '{name}' of step '{flat}'")) \
-                        if per_element else Unknown(f"it depends on the output of step '{flat}'")
-                elif shape is None:  # dynamic width: the output's length is unknown too
-                    values[oid] = Unknown(f"it depends on the output of step '{flat}'")
-                else:
-                    values[oid] = shaped([e.get(name) for e in per_element], shape)
+                per_element = self._walk_tool(frame, call)
+            frame.values.update(_output_values(call, per_element))
         outputs: dict[str, Any] = {}
         for out in wf.tool["outputs"]:
             srcs = aslist(out.get("outputSource", []))
-            outputs[shortname(out["id"])] = self._merge(out, [source_value(s) for s in srcs],
-                                                        f"{_doc(wf.tool['id'])} (output {shortname(out['id'])})")
-        sinks_all: set[str] = set()
+            outputs[shortname(out["id"])] = merge_sources(out, [frame.source_value(s) for s in srcs],
+                                                          f"{_doc(wf.tool['id'])} (output {shortname(out['id'])})")
+        sinks: set[str] = set()
         for step in wf.steps:
-            if step.id not in consumed:
-                sinks_all |= self.producers.get(prefix + shortname(step.id), frozenset())
-        return outputs, frozenset(sinks_all)
+            if step.id not in frame.consumed:
+                sinks |= self.producers.get(prefix + shortname(step.id), frozenset())
+        return outputs, frozenset(sinks)
+
+    def _call(self, frame: _Frame, step: Any) -> _StepCall:
+        """The step called in this frame: what it waits for, its input object and its elements."""
+        flat = frame.prefix + shortname(step.id)
+        where = f"{_doc(step.id)} (step {flat})"
+        parents = self._parents(frame, step)
+        io = step_inputs(step, frame.source_value, where)
+        scatter = [str(s) for s in aslist(step.tool.get("scatter", []))]
+        elements, shape, width_dynamic = self._elements(frame, step, flat, io, scatter, where)
+        if "when" in step.tool and not frame.phantom:
+            self.note(f"Step '{flat}' is conditional (`when`); planned as if it runs.")
+        if not frame.phantom:
+            elements = [value_from(frame.wf, step, e, where) for e in elements]
+        scopes = [frame.scope + ((flat, i),) if scatter else frame.scope for i in range(len(elements))]
+        return _StepCall(step=step, flat=flat, where=where, io=io, elements=elements, scopes=scopes,
+                     scattered=bool(scatter), shape=shape, width_dynamic=width_dynamic,
+                     replicated=frame.replicated or bool(scatter), parents=parents)
+
+    def _parents(self, frame: _Frame, step: Any) -> frozenset[str]:
+        """The steps (flattened ids) a step waits for; marks the siblings it reads as consumed."""
+        parents: set[str] = set()
+        intra = False
+        for inp in step.tool["inputs"]:
+            for src in aslist(inp.get("source", [])):
+                if src in frame.owner:
+                    intra = True
+                    frame.consumed.add(frame.owner[src].id)
+                    parents |= self.producers.get(frame.prefix + shortname(frame.owner[src].id), frozenset())
+        if not intra:
+            parents |= frame.outer_parents
+        return frozenset(parents)
+
+    def _elements(self, frame: _Frame, step: Any, flat: str, io: dict[str, Any], scatter: list[str],
+                  where: str) -> tuple[list[dict[str, Any]], list[int] | None, bool]:
+        """The input objects a step runs on (one per scatter element), the scatter's shape when known,
+        and whether their number is known only at run time."""
+        if not scatter:
+            return [io], None, frame.dynamic
+        method = str(step.tool.get("scatterMethod") or "dotproduct")
+        try:
+            result = scatter_elements(io, scatter, method)
+        except ValueError as exc:
+            raise WorkflowError(str(exc), source=where, field="scatter") from None
+        if not isinstance(result, Unknown):
+            elements, shape = result
+            return elements, shape, frame.dynamic
+        if not frame.phantom:
+            self.note(f"Step '{flat}': the scatter width is known only at run time "
+                      f"({result.reason}); assumed {self.width_assumption}: an elastic `plastic run` "
+                      f"grows the cluster for the width it finds.")
+        element = dict(io)
+        for sid in scatter:
+            element[sid] = Unknown(result.reason)
+        return [dict(element) for _ in range(self.width_assumption)], None, True
+
+    def _walk_subworkflow(self, frame: _Frame, call: _StepCall) -> list[dict[str, Any]]:
+        """Walk the subworkflow a step runs, once per element; return the outputs of each element."""
+        step, flat = call.step, call.flat
+        emb = step.embedded_tool
+        sub = (Level.of(step.tool, inherited=True, uri=step.id),
+               Level.of(emb.tool, inherited=True, uri=emb.tool["id"])) + frame.enclosing
+        never = frame.phantom or not call.elements  # never runs: only its rows are wanted
+        outs: list[dict[str, Any]] = []
+        sinks: set[str] = set()
+        runs = list(zip(call.elements, call.scopes, strict=True)) or [(dict(call.io), frame.scope + ((flat, 0),))]
+        for element, el_scope in runs:
+            sub_inputs = connected(step, element)
+            if never:
+                sub_inputs = {k: Unknown("the step never runs") for k in sub_inputs}
+            o, s = self.walk(emb, flat + "/", sub_inputs, sub, el_scope, call.replicated,
+                             call.width_dynamic, call.parents, phantom=never)
+            outs.append(o)
+            sinks |= s
+        self.producers[flat] = frozenset(sinks) if sinks else call.parents
+        return outs if call.elements else []
+
+    def _walk_tool(self, frame: _Frame, call: _StepCall) -> list[dict[str, Any]]:
+        """Register a step that runs a tool and each copy of it; its outputs are known at run time only."""
+        step, flat = call.step, call.flat
+        emb = step.embedded_tool
+        levels = (Level.of(step.tool, inherited=False, uri=step.id),
+                  Level.of(emb.tool, inherited=False, uri=emb.tool["id"])) + frame.enclosing
+        acc = self.register(flat, levels, self._order(call.parents), call.replicated)
+        acc.width_dynamic = acc.width_dynamic or call.width_dynamic
+        if frame.phantom or not call.elements:
+            acc.template = step_resources(acc.resolved, acc.step_id, emb, connected(step, call.io), call.where,
+                                          note=None)
+        for element, el_scope in zip(call.elements, call.scopes, strict=True):
+            if not frame.phantom:
+                self.add_instance(acc, emb, connected(step, element), el_scope, call.where)
+        self.producers[flat] = frozenset({flat})
+        unknown = Unknown(f"it depends on the output of step '{flat}'")
+        return [{shortname(_out_id(o)): unknown for o in step.tool["out"]} for _ in call.elements]
 
     def _topological(self, steps: Sequence[Any], owner: Mapping[str, Any]) -> list[Any]:
         """Steps in dependency order; among ready steps, the one written first."""
@@ -278,57 +327,6 @@ class Walker:
                                 source=_doc(steps[0].id), field="steps")
         return order
 
-    # --- step inputs ---------------------------------------------------------------------------
-
-    def _merge(self, inp: Mapping[str, Any], vals: list[Any], where: str) -> Any:
-        method = inp.get("linkMerge") or ("merge_nested" if len(vals) > 1 else None)
-        value = link_merge(vals, str(method)) if method else (vals[0] if vals else None)
-        if "pickValue" in inp:
-            try:
-                value = pick_value(value, str(inp["pickValue"]))
-            except ValueError as exc:
-                raise WorkflowError(str(exc), source=where,
-                                    field=f"{shortname(inp['id'])}.pickValue") from None
-        return value
-
-    def _step_inputs(self, step: Any, source_value: Callable[[str], Any], where: str) -> dict[str, Any]:
-        io: dict[str, Any] = {}
-        for inp in step.tool["inputs"]:
-            srcs = aslist(inp.get("source", []))
-            value = self._merge(inp, [source_value(s) for s in srcs], where)
-            if value is None and "default" in inp:
-                value = copy.deepcopy(inp["default"])
-            io[inp["id"]] = value
-        return io
-
-    @staticmethod
-    def _connected(step: Any, element: Mapping[str, Any]) -> dict[str, Any]:
-        """The step's input object as the process it runs sees it (short names)."""
-        unused = {inp["id"] for inp in step.tool["inputs"] if inp.get("not_connected")}
-        return {shortname(k): v for k, v in element.items() if k not in unused}
-
-    def _value_from(self, wf: Process, step: Any, element: dict[str, Any], where: str) -> dict[str, Any]:
-        exprs = {inp["id"]: inp["valueFrom"] for inp in step.tool["inputs"] if "valueFrom" in inp}
-        if not exprs:
-            return element
-        short = {shortname(k): v for k, v in element.items()}
-        out = dict(element)
-        for iid, expr in exprs.items():
-            self_value = element.get(iid)
-            needs_inputs = "inputs" in str(expr)
-            blocker = first_unknown(self_value) or (first_unknown(short) if needs_inputs else None)
-            if blocker is not None:
-                out[iid] = Unknown(blocker.reason)
-                continue
-            try:
-                out[iid] = expression.do_eval(expr, short, wf.requirements, None, None, {},
-                                              context=self_value, timeout=60)
-            except Exception as exc:  # noqa: BLE001 - JavaScript and parameter reference errors
-                err = to_workflow_error(exc, default_source=where)
-                raise WorkflowError(err.message, source=where,
-                                    field=f"in.{shortname(iid)}.valueFrom") from exc
-        return out
-
     # --- steps ---------------------------------------------------------------------------------
 
     def register(self, flat: str, levels: tuple[Level, ...], parents: tuple[str, ...],
@@ -351,113 +349,7 @@ class Walker:
 
     def add_instance(self, acc: StepAccumulator, tool: Process, job: Mapping[str, Any], scope: Scope,
                      where: str) -> None:
-        vcpus, vsrc, ram, rsrc = self.resources(acc, tool, job, where, note=True)
+        vcpus, vsrc, ram, rsrc = step_resources(acc.resolved, acc.step_id, tool, job, where, note=self.note)
         acc.instances.append(StepInstance(scope, vcpus, ram))
         acc.vcpus_sources.append(vsrc)
         acc.ram_sources.append(rsrc)
-
-    def resources(self, acc: StepAccumulator, tool: Process, job: Mapping[str, Any], where: str, *,
-                  note: bool) -> tuple[int, str, int, str]:
-        r = acc.resolved
-        if r.vcpus is not None and r.ram_mib is not None:
-            return r.vcpus, str(r.vcpus_source), r.ram_mib, str(r.ram_source)
-        rr, _ = tool.get_requirement("ResourceRequirement")
-        rr = rr or {}
-        default_ram = 1024 if tool.metadata.get(ORIGINAL_CWLVERSION) == "v1.0" else 256
-        picks: dict[str, tuple[str, Any] | None] = {}
-        for kind in ("cores", "ram"):
-            # as cwltool: the Min when set (and non-zero), else the Max
-            name = next((f"{kind}{m}" for m in ("Min", "Max") if rr.get(f"{kind}{m}")), None)
-            picks[kind] = (name, rr[name]) if name else None
-        wanted = [k for k, have in (("cores", r.vcpus), ("ram", r.ram_mib)) if have is None]
-        evaluated: dict[str, Any] | None = None
-        blocker: Unknown | None = None
-        if any(isinstance(picks[k][1], str) for k in wanted if picks[k]):
-            blocker = first_unknown(job)
-            if blocker is None and not note:
-                blocker = Unknown("the step does not run")
-            if blocker is None:
-                evaluated = self._evaluate(tool, job, rr, where)
-        results: dict[str, tuple[int, str]] = {}
-        for kind in wanted:
-            default = 1 if kind == "cores" else default_ram
-            pick = picks[kind]
-            if pick is None:
-                results[kind] = (default, SOURCE_DEFAULT)
-                continue
-            name, raw = pick
-            label = f"ResourceRequirement.{name}"
-            if isinstance(raw, str):
-                if evaluated is None:
-                    if note:
-                        reason = blocker.reason if blocker else NO_JOB_ORDER
-                        unit = " core" if kind == "cores" else " MiB"
-                        self.note(f"Step '{acc.step_id}': {label} `{_brief(raw)}` is known only at run time "
-                                  f"({reason}); assumed the CWL default of {default}{unit}.")
-                    results[kind] = (default, SOURCE_DYNAMIC)
-                    continue
-                raw = evaluated.get(f"{kind}Min")
-            results[kind] = (_whole(raw, where=where, field=label), SOURCE_RESOURCE_REQUIREMENT)
-        vcpus, vsrc = (r.vcpus, str(r.vcpus_source)) if r.vcpus is not None else results["cores"]
-        ram, rsrc = (r.ram_mib, str(r.ram_source)) if r.ram_mib is not None else results["ram"]
-        return vcpus, vsrc, ram, rsrc
-
-    def _evaluate(self, tool: Process, job: Mapping[str, Any], rr: Mapping[str, Any],
-                  where: str) -> dict[str, Any]:
-        """ResourceRequirement evaluated by cwltool for this input object."""
-        captured: dict[str, Any] = {}
-
-        def select(request: dict[str, Any], _rc: RuntimeContext) -> dict[str, Any]:
-            captured.update(request)
-            return {"cores": 1, "ram": 1, "tmpdirSize": 1, "outdirSize": 1}
-
-        rc = RuntimeContext()
-        rc.outdir = rc.tmpdir = rc.stagedir = _EVAL_DIR
-        rc.use_container = False
-        rc.select_resources = select
-        try:
-            tool._init_job(copy.deepcopy(dict(job)), rc)
-        except PlasticError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - cwltool's WorkflowException, JS errors
-            err = to_workflow_error(exc, default_source=where)
-            text = str(exc)
-            if "Invalid job input record" in text:
-                raise WorkflowError(err.message, source=where, field="inputs") from exc
-            raise WorkflowError(err.message, source=where,
-                                field=_failed_field(rr, text)) from exc
-        return captured
-
-
-def _brief(text: str, limit: int = 70) -> str:
-    """An expression on one short line, for a sentence."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _failed_field(rr: Mapping[str, Any], text: str) -> str:
-    """Which ResourceRequirement field an evaluation error points at."""
-    exprs = [k for k, v in rr.items() if isinstance(v, str) and k != "class"]
-    if len(exprs) == 1:
-        return f"ResourceRequirement.{exprs[0]}"
-    lines = {int(m.group(1)) for m in _LOCATION.finditer(text)}
-    lc = getattr(rr, "lc", None)
-    for k in exprs:
-        try:
-            if lc is not None and lc.data[k][0] + 1 in lines:
-                return f"ResourceRequirement.{k}"
-        except (KeyError, AttributeError, IndexError, TypeError):
-            continue
-    return "ResourceRequirement"
-
-
-def _whole(raw: Any, *, where: str, field: str) -> int:
-    """A resource amount rounded up to a whole number >= 1."""
-    bad_float = isinstance(raw, float) and not math.isfinite(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or bad_float:
-        raise WorkflowError(f"must be a number or an expression giving one, got {raw!r}",
-                            source=where, field=field)
-    value = math.ceil(raw)
-    if value < 1:
-        raise WorkflowError(f"must be positive, got {raw!r}", source=where, field=field)
-    return value

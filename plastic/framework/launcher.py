@@ -17,7 +17,7 @@ from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
 from plastic.core.book.jobs import Job
 from plastic.core.errors import PlasticError
-from plastic.framework.task_info import TaskInfoBuilder, TaskSpec
+from plastic.framework.task_info import LaunchSpec, TaskInfoBuilder
 from plastic.mesos.offers import value_of
 
 log = logging.getLogger(__name__)
@@ -78,12 +78,12 @@ class Launcher:
         self.forget(launch.offer_id)
         return errors
 
-    def _task_spec(self, task: cmd.TaskLaunch, job: Job | None) -> TaskSpec:
+    def _task_spec(self, task: cmd.TaskLaunch, job: Job | None) -> LaunchSpec:
         command = self.commands.get(task.job_id)
         if command is None:
             raise MissingTaskCommand(task.job_id)
         store_id = job.job_store_id if job is not None else None
         labels = [("plastic_job", task.job_id), ("plastic_attempt", str(task.attempt))]
-        return TaskSpec((job.name if job is not None and job.name else None) or f"toil-{task.job_id}",
+        return LaunchSpec((job.name if job is not None and job.name else None) or f"toil-{task.job_id}",
                         task.mesos_task_id, task.agent_id, task.demand.vcpus, task.demand.ram_mib, command.command,
                         command.environment, labels + ([("plastic_job_store_id", store_id)] if store_id else []))

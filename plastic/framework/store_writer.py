@@ -22,7 +22,7 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from plastic.store import Store
-from plastic.store.errors import is_unavailable, translate
+from plastic.store.store_errors import is_unavailable, translate
 
 log = logging.getLogger(__name__)
 

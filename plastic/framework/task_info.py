@@ -45,7 +45,7 @@ def default_executor_command(environ: Mapping[str, str] | None = None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class TaskSpec:
+class LaunchSpec:
     """One task of a launch, as the adapter knows it."""
 
     name: str
@@ -63,7 +63,7 @@ class TaskInfoBuilder:
         self.kind = kind
         self.executor = executor_info(EXECUTOR_ID, executor_command or default_executor_command())
 
-    def infos(self, tasks: Sequence[TaskSpec], offer: Mapping[str, Any],
+    def infos(self, tasks: Sequence[LaunchSpec], offer: Mapping[str, Any],
               offered: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The TaskInfos for `tasks` placed on `offer` (offered: its resources by name, roles kept)."""
         shares = [TaskShare(t.cpus, t.ram_mib) for t in tasks]
@@ -71,7 +71,7 @@ class TaskInfoBuilder:
         shares = fit_launch(_amount(offered, "cpus"), _amount(offered, "mem"), shares, starts)
         return [self._info(t, s, offered) for t, s in zip(tasks, shares, strict=True)]
 
-    def _info(self, task: TaskSpec, share: TaskShare, offered: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    def _info(self, task: LaunchSpec, share: TaskShare, offered: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         command = {"value": task.command, "shell": True,
                    "environment": {"variables": [{"name": k, "value": str(v)} for k, v in task.environment.items()]}}
         info: dict[str, Any] = {

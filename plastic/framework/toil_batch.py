@@ -2,7 +2,8 @@
 
 Toil-facing shell only: every decision is the JobBook's (plastic.core.book.jobbook), every Mesos
 interaction the Framework adapter's (plastic.framework.adapter).  See
-docs/design/toil-batch-system.md for the contract this class signs.
+docs/design/toil-batch-system.md for the contract this class signs.  Its options, their defaults
+and the environment they fall back on: plastic.framework.toil_options.
 
 - Local helper jobs (CWL `local=True`) go to BatchSystemLocalSupport's single-machine queue; a
   forwarder thread moves their completions into the one merged queue that getUpdatedBatchJob reads
@@ -21,17 +22,9 @@ docs/design/toil-batch-system.md for the contract this class signs.
   --plasticRebalance says what a rebalance recommendation does (ignore / avoid-long / drain);
   --plasticIdleAgentSeconds and --plasticStarvingSeconds set when an idle burst agent or a job no
   live agent can hold is reported (records idle_agent / starving, and the scheduling status).
-- Crash-resume (`plastic run --resume`: toil-cwl-runner --restart on the same job store and run):
-  every leader of a run is an incarnation (counted in Redis); incarnation k numbers its batch jobs
-  from (k-1) * JOB_ID_STRIDE, so task records and Mesos task ids never collide across leaders.
-  From the second incarnation on, the batch system subscribes with the run's framework id (a
-  failover: the old leader needs --plasticFailoverTimeout; when that ran out, the master removed
-  the framework and killed its tasks, and the batch system subscribes anew), marks the old leader's queued tasks
-  KILLED, and hands the old live tasks to the JobBook as orphans (Resumed): reconciled, adopted
-  when they can finish within --plasticAdoptSeconds (their tool's runtime estimate less the time
-  they already ran), killed otherwise.  It waits until none is left (at most the adopt window plus
-  ORPHAN_KILL_WAIT_S) before Toil reads and cleans its job store: adopted work is kept, and no
-  job's work can be committed twice.  Each task records its Toil jobStoreID.
+- Crash-resume (`plastic run --resume`): a new leader of a run numbers its jobs after the previous
+  leaders', takes their framework over and settles their tasks before Toil reads its job store
+  (plastic.framework.toil_resume).  Each task records its Toil jobStoreID.
 - Configuration errors (no master, bad policy file, Redis unreachable, bad run id) are raised as
   Toil's InconsistentConfigurationError, which toil-cwl-runner prints as one line (exit 1); a bad
   --plasticPolicy given on the command line is already refused by the argument parser (exit 2).
@@ -46,7 +39,7 @@ import queue
 import shutil
 import threading
 import time
-from argparse import ArgumentParser, ArgumentTypeError, _ArgumentGroup
+from argparse import ArgumentParser, _ArgumentGroup
 from typing import Any
 
 from toil.batchSystems.abstractBatchSystem import (
@@ -61,46 +54,31 @@ from toil.common import InconsistentConfigurationError
 
 from plastic.core.book.commands import JobStoreQuestion, ReportJobEnd
 from plastic.core.book.events import PriorTask
-from plastic.core.book.health import DEFAULT_IDLE_AGENT_S, DEFAULT_STARVING_S
-from plastic.core.book.jobbook import JobBook
-from plastic.core.book.notices import REBALANCE_MODES
-from plastic.core.book.orphans import LIVE_RECORDS
-from plastic.core.book.policy import EMPTY, PolicyError, PolicyTable, resolve
+from plastic.core.book.policy import resolve
 from plastic.core.book.runtimes import planned_runtimes
-from plastic.core.errors import InputError, PlasticError
+from plastic.core.errors import PlasticError
 from plastic.core.model import Resources
-from plastic.framework.adapter import Framework, TaskCommand
-from plastic.framework.elastic_options import OPTIONS as ELASTIC_OPTIONS
-from plastic.framework.elastic_options import (
-    add_elastic_options,
-    build_provisioner,
-    read_plan,
-)
+from plastic.framework.adapter import Framework
+from plastic.framework.elastic_options import RunPlan, build_provisioner, read_plan
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.notices import NoticeFollower
 from plastic.framework.provisioner import Provisioner
 from plastic.framework.recorder import Recorder
-from plastic.framework.run_store import (
-    RunHandle,
-    load_policy,
-    open_run,
-    runtime_history,
+from plastic.framework.run_store import RunHandle, runtime_history
+from plastic.framework.toil_options import (
+    BatchOptions,
+    add_options,
+    open_run_from,
+    read_options,
+    record_log_path,
+    set_options,
 )
-from plastic.mesos.credential import CREDENTIAL_ENV, read_credential
-from plastic.mesos.errors import MesosFrameworkError
-from plastic.store.urls import URL_ENV, with_ca
+from plastic.framework.toil_resume import first_job_id, previous_incarnation, resume, start_framework
+from plastic.mesos.driver_errors import MesosFrameworkError
 
 log = logging.getLogger(__name__)
 
-MASTER_ENV = ("PLASTIC_MASTER", "PLASTIC_MASTER_URL")
-RECORD_ENV = "PLASTIC_RECORD_LOG"
-RUN_ENV = "PLASTIC_RUN_ID"
-POLICY_ENV = "PLASTIC_POLICY"
-REBALANCE_ENV = "PLASTIC_REBALANCE"
 KILL_WAIT_S = 30.0
-JOB_ID_STRIDE = 1_000_000
-ORPHAN_KILL_WAIT_S = 60.0
-DEFAULT_ADOPT_S = 300.0
-ADOPT_ENV = "PLASTIC_ADOPT_SECONDS"
 RECORD_FLUSH_S = 10.0
 NOTHING_ISSUED_WAIT_S = 0.05  # see update_wait_s
 
@@ -112,51 +90,6 @@ _REASONS = {
 }
 
 
-def _env_master() -> str | None:
-    return next((os.environ[n] for n in MASTER_ENV if os.environ.get(n)), None)
-
-
-def _env(name: str) -> str | None:
-    return os.environ.get(name) or None
-
-
-def policy_file(value: str) -> str:
-    """argparse type of --plasticPolicy: the file must be a valid policy; returns its absolute path."""
-    path = os.path.abspath(value)
-    try:
-        load_policy(path)
-    except PolicyError as error:
-        raise ArgumentTypeError(str(error)) from None
-    return path
-
-
-def seconds_or_off(value: str) -> float:
-    """argparse type of the health thresholds: seconds > 0, or 0 / "off" (0.0: no records; Toil's
-    Config drops None values, so "off" cannot be None)."""
-    if value.strip().lower() in ("off", "none"):
-        return 0.0
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not 0 <= seconds < float("inf"):
-        raise ArgumentTypeError(f"must be >= 0 seconds (0 or off: never), got {value!r}")
-    return seconds
-
-
-def _adopt_default() -> float:
-    try:
-        return seconds_or_off(_env(ADOPT_ENV) or str(DEFAULT_ADOPT_S))
-    except ArgumentTypeError:
-        return DEFAULT_ADOPT_S
-
-
-def _threshold(config: Any, name: str, default: float) -> float | None:
-    value = getattr(config, name, None)
-    value = default if value is None else float(value)
-    return value if value > 0 else None
-
-
 def _unsuppress_logging() -> None:
     """Toil's set_logging_from_options raises every third-party top-level logger it finds ("plastic"
     included) to CRITICAL; give plastic's back to the root logger's level, so its warnings (Redis
@@ -164,10 +97,6 @@ def _unsuppress_logging() -> None:
     top = logging.getLogger("plastic")
     if top.level == logging.CRITICAL:
         top.setLevel(logging.NOTSET)
-
-
-def _option(config: Any, name: str, env: str) -> Any:
-    return getattr(config, name, None) or _env(env)
 
 
 def demand_of(cores: float, memory_bytes: float) -> Resources:
@@ -204,86 +133,17 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
 
     @classmethod
     def add_options(cls, parser: ArgumentParser | _ArgumentGroup) -> None:
-        parser.add_argument("--plasticMaster", dest="plastic_master", default=_env_master(),
-                            help="Mesos master for the plastic batch system: http://HOST:PORT or "
-                                 "zk://HOSTS/mesos (default: $PLASTIC_MASTER)")
-        parser.add_argument("--plasticFailoverTimeout", dest="plastic_failover_timeout", type=float,
-                            default=None,
-                            help="Mesos failover timeout of plastic's framework, in seconds (default: none, "
-                                 "the framework is torn down at shutdown)")
-        parser.add_argument("--plasticCredential", dest="plastic_credential", default=_env(CREDENTIAL_ENV),
-                            help="a file holding the framework's credential for a master that authenticates "
-                                 "frameworks: JSON {\"principal\": ..., \"secret\": ...} or one line "
-                                 "PRINCIPAL SECRET (default: $PLASTIC_MESOS_CREDENTIAL; the secret is never "
-                                 "taken on the command line)")
-        parser.add_argument("--plasticRedis", dest="plastic_redis", default=None,  # $PLASTIC_REDIS_URL when used:
-                            # not kept in Toil's config (pickled into the job store) with its password
-                            help="Redis URL where plastic records the run's events, tasks and agents "
-                                 "(redis://[USER:PASSWORD@]HOST:PORT/DB, rediss://... for TLS, or unix:///PATH; "
-                                 "default: $PLASTIC_REDIS_URL; none: nothing is written to Redis)")
-        parser.add_argument("--plasticRedisCa", dest="plastic_redis_ca", default=None, metavar="FILE",
-                            help="CA file (PEM) that signs a rediss:// Redis's TLS certificate (default: the URL's "
-                                 "ssl_ca_certs parameter, else the system's CAs)")
-        parser.add_argument("--plasticRun", dest="plastic_run", default=_env(RUN_ENV),
-                            help="id of the plastic run record to write into (created when missing; default: "
-                                 "$PLASTIC_RUN_ID, else a new run whose id is logged); needs --plasticRedis")
-        parser.add_argument("--plasticPolicy", dest="plastic_policy", default=_env(POLICY_ENV), type=policy_file,
-                            help="per-tool policy table (JSON, plastic.policy/v1): preempt budget and instance "
-                                 "type by tool id, the last component of a job's unitName (default: "
-                                 "$PLASTIC_POLICY; none: Toil's preemptible decides)")
-        parser.add_argument("--plasticRebalance", dest="plastic_rebalance", choices=REBALANCE_MODES,
-                            default=_env(REBALANCE_ENV) or "avoid-long",
-                            help="what an EC2 rebalance recommendation for an agent does: ignore (a record "
-                                 "only), avoid-long (no new long or unknown-length tasks there), drain (no new "
-                                 "tasks there); running tasks are never touched (default: avoid-long)")
-        parser.add_argument("--plasticIdleAgentSeconds", dest="plastic_idle_agent_s", type=seconds_or_off,
-                            default=DEFAULT_IDLE_AGENT_S,
-                            help="report a burst (preemptible) agent idle this long as a candidate for release "
-                                 "(record idle_agent; 0 or off: never; default: 300)")
-        parser.add_argument("--plasticAdoptSeconds", dest="plastic_adopt_s", type=seconds_or_off,
-                            default=_env(ADOPT_ENV) or DEFAULT_ADOPT_S,
-                            help="on --restart: let a task of the previous leader still running finish (and "
-                                 "keep its work) when it is expected to within this many seconds; Toil starts "
-                                 "once they have (0 or off: kill them all; default: $PLASTIC_ADOPT_SECONDS "
-                                 "or 300)")
-        parser.add_argument("--plasticStarvingSeconds", dest="plastic_starving_s", type=seconds_or_off,
-                            default=DEFAULT_STARVING_S,
-                            help="report a job queued this long for a shape no live agent can hold (record "
-                                 "starving; 0 or off: never; default: 300)")
-        add_elastic_options(parser)
+        add_options(parser)
 
     @classmethod
     def setOptions(cls, setOption: Any) -> None:
-        setOption("plastic_master")
-        setOption("plastic_failover_timeout")
-        setOption("plastic_credential")
-        setOption("plastic_redis")
-        setOption("plastic_redis_ca")
-        setOption("plastic_run")
-        setOption("plastic_policy")
-        setOption("plastic_rebalance")
-        setOption("plastic_idle_agent_s")
-        setOption("plastic_starving_s")
-        setOption("plastic_adopt_s")
-        for name in ELASTIC_OPTIONS:
-            setOption(name)
+        set_options(setOption)
 
     def __init__(self, config: Any, maxCores: float, maxMemory: float, maxDisk: int) -> None:
         _unsuppress_logging()
-        # configuration first: nothing is started yet when it is wrong
-        master = getattr(config, "plastic_master", None) or _env_master()
-        if not master:
-            raise InconsistentConfigurationError(
-                "the plastic batch system needs --plasticMaster URL (or $PLASTIC_MASTER)")
-        failover = getattr(config, "plastic_failover_timeout", None)
-        credential_path = getattr(config, "plastic_credential", None) or _env(CREDENTIAL_ENV)
-        try:
-            credential = read_credential(credential_path) if credential_path else None
-        except InputError as exc:
-            raise InconsistentConfigurationError(f"--plasticCredential {exc}") from None
-        self.policy = self._load_policy(config)
-        book = self._book(config)
-        self.run: RunHandle | None = self._open_run(config)
+        options = read_options(config)  # configuration first: nothing is started yet when it is wrong
+        self.policy = options.policy
+        self.run: RunHandle | None = open_run_from(config)
         self.incarnation = 0
         framework_id: str | None = None
         prior: list[PriorTask] = []
@@ -291,67 +151,31 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             if self.run is not None:
                 self.incarnation = self.run.store.next_incarnation(self.run.run_id)
                 if self.incarnation > 1:
-                    framework_id, prior = self._previous_incarnation(self.run)
+                    framework_id, prior = previous_incarnation(self.run)
             super().__init__(config, maxCores, maxMemory, maxDisk)
         except BaseException:
             if self.run is not None:
                 self.run.close()
             raise
         if self.incarnation > 1:
-            with self.localBatch.jobIndexLock:
-                self.localBatch.jobIndex = max(self.localBatch.jobIndex, (self.incarnation - 1) * JOB_ID_STRIDE)
+            with self.localBatch.jobIndexLock:  # no id of a previous leader's comes back
+                self.localBatch.jobIndex = max(self.localBatch.jobIndex, first_job_id(self.incarnation))
         recorders: list[Recorder] = []
         if self.run is not None:
             recorders.append(self.run.recorder())
-        worker = shutil.which("_toil_worker")
-        self.worker_dir = os.path.dirname(worker) if worker else None
-        self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
-        self.state_lock = threading.Lock()
-        self.issued: set[int] = set()  # ours and local: issued, not handed out, not killed
-        self.local_ids: set[int] = set()
-        self.ignored_nodes: set[str] = set()
-        self._stopping = threading.Event()
-        self.notices: NoticeFollower | None = None
-        self.provisioner: Provisioner | None = None
-        self._job_store: Any = None
+        self._init_state()
         try:
             plan = read_plan(getattr(config, "plastic_plan", None))
-            # a plan made from a trace gives each tool a prior, used until the store has that tool's history
-            planned = planned_runtimes(plan.tasks, {tool: entry.step for tool, entry in self.policy.tools.items()})
-            store = self.run.store if self.run is not None else None
-            history = None if store is None and not planned else runtime_history(store, planned)
-            self.framework = Framework(master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
-                                       failover_timeout_s=failover, on_ended=self._ended,
-                                       record_path=os.environ.get(RECORD_ENV) or None, recorders=recorders,
-                                       record_flush_s=RECORD_FLUSH_S, book=book,
-                                       framework_id=framework_id if failover else None,
-                                       job_store=self._job_store_answer, runtime_history=history,
-                                       credential=credential)
-            framework_removed = False
-            try:
-                self.framework.start()
-            except MesosFrameworkError as error:
-                if self.incarnation <= 1 or not framework_id or not failover:
-                    raise
-                log.warning("plastic: %s: the previous leader's framework %s is gone (its failover timeout ran "
-                            "out; the master killed its tasks); subscribing as a new framework",
-                            error, framework_id)
-                self.framework.start_anew()
-                framework_removed = True
+            self.framework = self._framework(config, options, plan, recorders, framework_id)
+            framework_removed = start_framework(self.framework, incarnation=self.incarnation,
+                                                framework_id=framework_id, failover=options.failover_timeout_s)
             if self.run is not None:  # before a resume: a notice may doom an adopted task
                 self.notices = NoticeFollower(self.run.store, self.framework).start()
-            self.provisioner = build_provisioner(config, self.framework, master=master, run_id=self.run_id,
+            self.provisioner = build_provisioner(config, self.framework, master=options.master, run_id=self.run_id,
                                                  plan=plan)
             if self.incarnation > 1:
-                log.info("plastic: leader incarnation %d of run %s (framework %s); %d unfinished task record(s) "
-                         "of the previous leader", self.incarnation, self.run_id, self.framework.framework_id,
-                         len(prior))
-                self.framework.resume(prior, framework_removed=framework_removed)
-                wait_s = (book.adopt_s or 0.0) + ORPHAN_KILL_WAIT_S
-                left = self.framework.wait_orphans(wait_s)
-                if left:
-                    log.warning("plastic: %d task(s) of the previous leader still not ended after %.0f s",
-                                left, wait_s)
+                resume(self.framework, prior, incarnation=self.incarnation, run_id=self.run_id,
+                       framework_removed=framework_removed, adopt_s=options.book.adopt_s)
         except PlasticError as error:
             self._stop_started(recorders)
             raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
@@ -363,6 +187,37 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         self._forwarder = threading.Thread(target=self._forward_local, name="plastic-local-forwarder",
                                            daemon=True)
         self._forwarder.start()
+
+    def _init_state(self) -> None:
+        """The batch system's own state: issued jobs, the merged update queue, what it starts later."""
+        worker = shutil.which("_toil_worker")
+        self.worker_dir = os.path.dirname(worker) if worker else None
+        self.updates: queue.Queue[UpdatedBatchJobInfo] = queue.Queue()
+        self.state_lock = threading.Lock()
+        self.issued: set[int] = set()  # ours and local: issued, not handed out, not killed
+        self.local_ids: set[int] = set()
+        self.ignored_nodes: set[str] = set()
+        self._stopping = threading.Event()
+        self.notices: NoticeFollower | None = None
+        self.provisioner: Provisioner | None = None
+        self._job_store: Any = None
+
+    def _framework(self, config: Any, options: BatchOptions, plan: RunPlan, recorders: list[Recorder],
+                   framework_id: str | None) -> Framework:
+        """The Framework (not started yet) that runs this leader's jobs, with the runtime history its book
+        estimates from."""
+        # a plan made from a trace gives each tool a prior, used until the store has that tool's history
+        planned = planned_runtimes(plan.tasks, {tool: entry.step for tool, entry in self.policy.tools.items()})
+        store = self.run.store if self.run is not None else None
+        history = None if store is None and not planned else runtime_history(store, planned)
+        failover = options.failover_timeout_s
+        return Framework(options.master, name=f"toil-{getattr(config, 'workflowID', '') or 'plastic'}",
+                         failover_timeout_s=failover, on_ended=self._ended,
+                         record_path=record_log_path(), recorders=recorders,
+                         record_flush_s=RECORD_FLUSH_S, book=options.book,
+                         framework_id=framework_id if failover else None,
+                         job_store=self._job_store_answer, runtime_history=history,
+                         credential=options.credential)
 
     def _stop_started(self, recorders: list[Recorder]) -> None:
         """What the constructor started, stopped (it is failing)."""
@@ -376,61 +231,6 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
         if self.run is not None:
             self.run.close()
         self.shutdownLocal()
-
-    @staticmethod
-    def _book(config: Any) -> JobBook:
-        rebalance = getattr(config, "plastic_rebalance", None) or _env(REBALANCE_ENV) or "avoid-long"
-        if rebalance not in REBALANCE_MODES:
-            raise InconsistentConfigurationError(
-                f"plastic batch system: rebalance reaction must be one of {', '.join(REBALANCE_MODES)}, "
-                f"not {rebalance!r}")
-        return JobBook(rebalance=rebalance,
-                       idle_agent_s=_threshold(config, "plastic_idle_agent_s", DEFAULT_IDLE_AGENT_S),
-                       starving_s=_threshold(config, "plastic_starving_s", DEFAULT_STARVING_S),
-                       adopt_s=_threshold(config, "plastic_adopt_s", _adopt_default()) or 0.0)
-
-    @staticmethod
-    def _load_policy(config: Any) -> PolicyTable:
-        path = _option(config, "plastic_policy", POLICY_ENV)
-        if not path:
-            return EMPTY
-        try:
-            table = load_policy(path)
-        except PolicyError as error:
-            raise InconsistentConfigurationError(str(error)) from None
-        log.info("plastic: policy %s (%d tools)", path, len(table.tools))
-        return table
-
-    @staticmethod
-    def _open_run(config: Any) -> RunHandle | None:
-        url = _option(config, "plastic_redis", URL_ENV)
-        run_id = _option(config, "plastic_run", RUN_ENV)
-        if not url:
-            if run_id:
-                log.warning("plastic: --plasticRun %s ignored without --plasticRedis", run_id)
-            return None
-        fields = {"source": "toil", "toil_workflow": getattr(config, "workflowID", None)}
-        try:
-            url = with_ca(url, getattr(config, "plastic_redis_ca", None), "--plasticRedisCa")
-            return open_run(url, run_id, fields=fields)
-        except PlasticError as error:
-            raise InconsistentConfigurationError(f"plastic batch system: {error}") from None
-
-    @staticmethod
-    def _previous_incarnation(run: RunHandle) -> tuple[str | None, list[PriorTask]]:
-        """The framework id to take over and the run's records of the previous leaders' unfinished
-        tasks (queued or live), for the book to decide what becomes of each (Resumed)."""
-        store, run_id = run.store, run.run_id
-        prior: list[PriorTask] = []
-        now = time.time()
-        for state in ("QUEUED", *LIVE_RECORDS):
-            ids = store.tasks_in_state(run_id, state)
-            for task in store.get_tasks(run_id, sorted(ids)):
-                spec = task.spec if isinstance(task.spec, dict) else {}
-                prior.append(PriorTask(task.id, state, task.fields.get("mesos_task") or None, task.agent,
-                                       spec.get("tool") or None, spec.get("job_store_id") or None,
-                                       max(now - task.state_at, 0.0)))
-        return store.load_framework_id(run_id), prior
 
     @property
     def run_id(self) -> str | None:

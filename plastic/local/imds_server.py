@@ -1,6 +1,6 @@
 """An instance-metadata emulator for one spot agent, on its own (`plastic imds serve`).
 
-The local cluster serves one IMDS per spot agent inside its own process (plastic.local.imds); a
+The local cluster serves one IMDS per spot agent inside its own process (plastic.local.instance_metadata); a
 Mesos agent started any other way (the compose cluster, a laptop) gets the same endpoint from this
 server, plus two control calls:
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
-from plastic.local.imds import InstanceMetadata
+from plastic.local.instance_metadata import InstanceMetadata
 
 
 @dataclass

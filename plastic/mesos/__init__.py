@@ -9,7 +9,7 @@ in operator.py, RecordIO framing in recordio.py.
 
 from typing import Any
 
-from plastic.mesos.errors import (
+from plastic.mesos.driver_errors import (
     DriverNotRunningError,
     DriverQueueFullError,
     MesosAuthError,

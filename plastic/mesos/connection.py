@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from plastic.mesos.errors import (
+from plastic.mesos.driver_errors import (
     MesosAuthError,
     MesosConnectionError,
     MesosError,

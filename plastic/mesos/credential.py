@@ -170,7 +170,7 @@ def check_credential(master: str, credential: Credential, *, source: str | None 
     to the driver, which reports it the same way with or without a credential."""
     import httpx
 
-    from plastic.mesos.errors import MesosError
+    from plastic.mesos.driver_errors import MesosError
     from plastic.mesos.masters import MasterEndpoint
 
     try:

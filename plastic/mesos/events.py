@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from plastic.mesos.errors import MesosError
+from plastic.mesos.driver_errors import MesosError
 
 logger = logging.getLogger(__name__)
 

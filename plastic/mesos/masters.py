@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from plastic.mesos.errors import MasterResolutionError
+from plastic.mesos.driver_errors import MasterResolutionError
 
 logger = logging.getLogger(__name__)
 

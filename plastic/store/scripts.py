@@ -9,7 +9,7 @@ run's stream (XADD MAXLEN ~) and, for tasks, the ended attempt: all in one round
 trip, atomically (Redis runs a script with nothing interleaved).
 
 Refusals come back as error replies whose first word is a ``PLASTIC_*`` code
-followed by JSON (`plastic.store.errors.translate` turns them into exceptions), so
+followed by JSON (`plastic.store.store_errors.translate` turns them into exceptions), so
 they surface the same way whether the script ran alone or inside a pipeline.
 
 Times come from the server's ``TIME`` (Redis >= 5 replicates scripts by effects, so

@@ -17,9 +17,9 @@ from typing import Any
 from redis.client import Pipeline
 from redis.exceptions import ResponseError
 
-from plastic.store.errors import translate
 from plastic.store.records import AttemptRecord, Transition, encode
 from plastic.store.scripts import LuaScript, counted_list, counted_pairs
+from plastic.store.store_errors import translate
 
 # Fields every transition event carries; callers' extra event fields may not reuse them.
 EVENT_FIELDS = frozenset({"type", "kind", "id", "from", "to", "at"})

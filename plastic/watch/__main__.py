@@ -1,6 +1,6 @@
 """`python -m plastic.watch ...`: the same command as `plastic agent-watch` (plastic.cli.watch)."""
 
-from plastic.cli.errors import run_command
+from plastic.cli.error_exit import run_command
 from plastic.cli.watch import agent_watch
 
 if __name__ == "__main__":

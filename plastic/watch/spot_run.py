@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from plastic.watch.imds import ImdsClient, ImdsError
+from plastic.watch.imds_client import ImdsClient, ImdsError
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from redis.exceptions import RedisError
 
-from plastic.watch.imds import ImdsClient, ImdsError
+from plastic.watch.imds_client import ImdsClient, ImdsError
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from plastic.catalogs import load_catalog
 from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.model import ElasticPolicy
 from plastic.core.model import PREEMPTIBLE, Resources, node_shapes
-from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.adapter import Framework
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.provisioner import Provisioner
 from plastic.providers.ec2 import Ec2Provider
 from tests.aws.helpers import tagged_instances, three_cluster_plan

@@ -1,7 +1,7 @@
 """`plastic sqs-watch` / `sqs-setup`: help, one-line errors (exit 2), a bounded run against moto.
 
 AWS is moto, which only patches this process: the commands that talk to AWS run in-process
-through plastic.cli.errors.run_command (the same wrapper `plastic` uses); --help runs as a
+through plastic.cli.error_exit.run_command (the same wrapper `plastic` uses); --help runs as a
 real process.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 from plastic.aws.session import check_queue_url, region_from_queue_url
 from plastic.cli.aws import aws_group
-from plastic.cli.errors import run_command
+from plastic.cli.error_exit import run_command
 from plastic.core.book.spot_events import INTERRUPTION_WARNING
 from plastic.core.errors import InputError
 from plastic.store import Store, start_embedded

@@ -78,7 +78,7 @@ class Bridge(threading.Thread):
 def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoint, image_id, tmp_path):
     import boto3
 
-    from plastic.local.testing import LocalCluster
+    from plastic.local.handle import LocalCluster
 
     # a Mesos master with one agent too small for any task: every task runs on an "EC2" instance
     spec = {"clusters": [{"name": "lab", "count": 1, "cpus": 0.1, "ram_mib": 64, "preemptible": False}]}

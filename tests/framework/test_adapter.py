@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Resources
 from plastic.executor.protocol import command_of
-from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.adapter import Framework
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.toil_batch import demand_of
 from plastic.mesos.offers import agent_from_offer, status_event
 from tests.fakes.driver import FakeDriver, offer

@@ -5,7 +5,7 @@
 - at the end of every example, the decisions log of the whole sequence replays (plastic.core.book.replay)
   into a fresh book and gives the same commands and records.
 
-The events are those of tests/core/jobbook_machine.py (its rules are reused).
+The events are those of tests/core/book/jobbook_machine.py (its rules are reused).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from plastic.core.book.replay import output_line, replay
 from plastic.core.codec import encode
 from plastic.framework.store_recorder import StoreRecorder
 from plastic.store import Store, start_embedded
-from tests.core.jobbook_machine import ESTIMATES, JobBookMachine
+from tests.core.book.jobbook_machine import ESTIMATES, JobBookMachine
 
 _server = None
 

@@ -12,9 +12,10 @@ import pytest
 
 from plastic.core.book.lifecycle import TaskState
 from plastic.core.model import PREEMPTIBLE, Resources
-from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.adapter import Framework
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.notices import NoticeFollower
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from plastic.store import Store
 from tests.fakes.records import Kinds
 from tests.waiting import eventually
@@ -123,16 +124,17 @@ def test_batch_system_options_build_the_book():
 
     from toil.common import InconsistentConfigurationError
 
-    from plastic.framework.toil_batch import PlasticBatchSystem, seconds_or_off
+    from plastic.framework.toil_batch import PlasticBatchSystem
+    from plastic.framework.toil_options import book_from, seconds_or_off
 
     parser = ArgumentParser()
     PlasticBatchSystem.add_options(parser)
     opts = parser.parse_args(["--plasticRebalance", "drain", "--plasticIdleAgentSeconds", "off",
                               "--plasticStarvingSeconds", "90"])
-    book = PlasticBatchSystem._book(opts)
+    book = book_from(opts)
     cfg = book.config()
     assert (cfg["rebalance"], cfg["idle_agent_s"], cfg["starving_s"]) == ("drain", None, 90.0)
-    defaults = PlasticBatchSystem._book(SimpleNamespace())  # Toil's Config drops options left at None
+    defaults = book_from(SimpleNamespace())  # Toil's Config drops options left at None
     cfg = defaults.config()
     assert (cfg["rebalance"], cfg["idle_agent_s"], cfg["starving_s"]) == ("avoid-long", 300.0, 300.0)
     with pytest.raises(SystemExit):
@@ -141,4 +143,4 @@ def test_batch_system_options_build_the_book():
         with pytest.raises(ArgumentTypeError):
             seconds_or_off(bad)
     with pytest.raises(InconsistentConfigurationError, match="rebalance"):
-        PlasticBatchSystem._book(SimpleNamespace(plastic_rebalance="sometimes"))
+        book_from(SimpleNamespace(plastic_rebalance="sometimes"))

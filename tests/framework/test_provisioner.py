@@ -9,7 +9,8 @@ from __future__ import annotations
 from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.model import ElasticPolicy, NodeState
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Resources
-from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.adapter import Framework
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.provisioner import Provisioner
 from plastic.providers.recording import RecordingProvider
 from tests.fakes.catalogs import ELASTIC_SHAPES

@@ -8,7 +8,8 @@ import pytest
 from plastic.core.book.events import JobIssued, RuntimeHistoryLoaded
 from plastic.core.book.runtimes import RuntimeHistory
 from plastic.core.model import PREEMPTIBLE, Resources
-from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.adapter import Framework
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.run_store import runtime_history
 from plastic.store import Store, start_embedded
 from tests.fakes.driver import FakeDriver, offer

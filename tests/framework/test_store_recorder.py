@@ -10,7 +10,8 @@ from plastic.core.book.events import NoticeReceived, Tick
 from plastic.core.book.lifecycle import TaskState
 from plastic.core.book.records import JobPlaceableAgain, JobQueued, TaskStateChanged
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, Resources
-from plastic.framework.adapter import Framework, TaskCommand
+from plastic.framework.adapter import Framework
+from plastic.framework.launcher import TaskCommand
 from plastic.framework.store_recorder import StoreRecorder, preempt_json
 from plastic.store import AttemptOutcome
 from tests.fakes.driver import FakeDriver, offer

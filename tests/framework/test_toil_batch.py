@@ -25,11 +25,10 @@ from plastic.framework.run_store import load_policy, open_run
 from plastic.framework.toil_batch import (
     NOTHING_ISSUED_WAIT_S,
     PlasticBatchSystem,
-    _option,
-    policy_file,
     update_wait_s,
     updated_info,
 )
+from plastic.framework.toil_options import config_or_env, open_run_from, policy_file
 from plastic.store import StoreError
 
 
@@ -137,9 +136,9 @@ def test_open_run_creates_or_finds_the_run(redis_server, caplog):
 
 def test_toil_options_from_config_and_environment(monkeypatch):
     monkeypatch.setenv("PLASTIC_RUN_ID", "from-env")
-    assert _option(SimpleNamespace(), "plastic_run", "PLASTIC_RUN_ID") == "from-env"
-    assert _option(SimpleNamespace(plastic_run="given"), "plastic_run", "PLASTIC_RUN_ID") == "given"
-    assert PlasticBatchSystem._open_run(SimpleNamespace(plastic_redis=None, plastic_run="x")) is None
+    assert config_or_env(SimpleNamespace(), "plastic_run", "PLASTIC_RUN_ID") == "from-env"
+    assert config_or_env(SimpleNamespace(plastic_run="given"), "plastic_run", "PLASTIC_RUN_ID") == "given"
+    assert open_run_from(SimpleNamespace(plastic_redis=None, plastic_run="x")) is None
 
 
 def test_bad_policy_stops_toil_cwl_runner_with_one_line(tmp_path):

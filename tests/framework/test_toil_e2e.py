@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("toil")
 
-from plastic.local.testing import LocalCluster  # noqa: E402
+from plastic.local.handle import LocalCluster  # noqa: E402
 from tests.run.helpers import SG_TWO_PARTS  # noqa: E402
 
 pytestmark = pytest.mark.toil_e2e

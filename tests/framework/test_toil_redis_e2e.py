@@ -22,7 +22,7 @@ import yaml
 pytest.importorskip("toil")
 
 from plastic.core.book.policy import POLICY_VERSION
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from plastic.store import AttemptOutcome, Store, start_embedded
 
 pytestmark = pytest.mark.toil_e2e

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("toil")
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -129,7 +129,7 @@ class TestPlasticBatchSystem(bst.hidden.AbstractBatchSystemTest):
     def test_a_driver_that_gives_up_ends_the_leader(self) -> None:
         """The driver's error callback (it aborted: a refused re-SUBSCRIBE) makes getUpdatedBatchJob raise
         at once; the leader had waited forever on a driver that no longer ran (make test-compose)."""
-        from plastic.mesos.errors import MesosFrameworkError
+        from plastic.mesos.driver_errors import MesosFrameworkError
 
         assert self.batchSystem.getUpdatedBatchJob(0) is None
         self.batchSystem.framework.error(None, "SUBSCRIBE refused: HTTP 404: 404 Not Found.")

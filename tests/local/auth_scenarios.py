@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from plastic.framework.adapter import Framework
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from plastic.mesos.credential import Credential
-from plastic.mesos.errors import MesosFrameworkError
+from plastic.mesos.driver_errors import MesosFrameworkError
 
 DATA = Path(__file__).parent / "data" / "auth-answers-mesos-1.11.1.txt"
 SUBSCRIBE = {"type": "SUBSCRIBE", "subscribe": {"framework_info": {"user": "root", "name": "t"}}}

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from tests.local.clusters import SPEC
 from tests.local.rawmesos import scheduler  # noqa: F401  (the fixture, shared with tests/compose)
 

@@ -6,7 +6,7 @@ Mesos 1.11 agents (where they disagree, the local cluster is wrong)."""
 from __future__ import annotations
 
 from plastic.executor.protocol import executor_info, task_data, usage_of
-from plastic.framework.task_info import EXECUTOR_ID, TaskInfoBuilder, TaskSpec
+from plastic.framework.task_info import EXECUTOR_ID, LaunchSpec, TaskInfoBuilder
 from plastic.mesos.offers import offer_of
 from tests.local.rawmesos import attrs, operator, scalar, task_info
 from tests.waiting import eventually
@@ -130,7 +130,7 @@ def test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task(clu
     assert scalar(seen["resources"], "cpus") < total  # framework a's executor holds its share
     placed = offer_of(seen, EXECUTOR_ID)
     assert placed.available.vcpus == int(total), placed  # the whole agent, for a placer of whole vcpus
-    spec = TaskSpec(name="whole", task_id="whole-1", agent_id=agent, cpus=placed.available.vcpus, ram_mib=256,
+    spec = LaunchSpec(name="whole", task_id="whole-1", agent_id=agent, cpus=placed.available.vcpus, ram_mib=256,
                     command="true", environment={}, labels=())
     offered = {r["name"]: r for r in seen["resources"]}
     infos = TaskInfoBuilder("plastic", executor_command).infos([spec], seen, offered)

@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from tests.local.clusters import SPEC
 from tests.local.rawmesos import attrs, operator, task_info
 from tests.waiting import eventually

@@ -8,7 +8,7 @@ import re
 import httpx
 from aiohttp.test_utils import TestClient, TestServer
 
-from plastic.local.imds import InstanceMetadata, iso_utc
+from plastic.local.instance_metadata import InstanceMetadata, iso_utc
 
 TTL = "X-aws-ec2-metadata-token-ttl-seconds"
 TOKEN = "X-aws-ec2-metadata-token"

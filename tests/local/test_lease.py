@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from plastic.local import supervisor as sup
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from plastic.procs import pid_alive
 from tests.waiting import eventually
 

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 OWNER = """
 import json, sys, time
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from tests.local.rawmesos import Scheduler, attrs
 c = LocalCluster(sys.argv[1]).start()
 s = Scheduler(c.master_url)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from tests.local.auth_scenarios import (  # collected here too: they run against any authenticating master
     CASES,
     recorded,

@@ -13,7 +13,7 @@ import pytest
 
 from plastic.core.elastic.model import NodeState
 from plastic.core.model import Market
-from plastic.local.testing import LocalCluster, LocalClusterError
+from plastic.local.handle import LocalCluster, LocalClusterError
 from plastic.providers import NodeRequest
 from plastic.providers.local import LocalProvider
 from tests.local.clusters import SPEC

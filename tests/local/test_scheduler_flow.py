@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from plastic.mesos.recordio import Decoder
 from tests.local.clusters import SPEC
 from tests.local.rawmesos import attrs, operator, scalar, task_info

@@ -337,7 +337,7 @@ def test_unknown_framework_id_on_other_calls_stays_400():
 
 def test_removed_framework_stays_refused_for_the_masters_lifetime():
     """TEARDOWN'd ids are refused on SUBSCRIBE even after they left the bounded completed_frameworks."""
-    from plastic.local.state import MAX_COMPLETED_FRAMEWORKS
+    from plastic.local.framework_book import MAX_COMPLETED_FRAMEWORKS
 
     st = make_state()
     fid, _ = subscribe(st)

@@ -16,7 +16,7 @@ import pytest
 
 from plastic.mesos import calls
 from plastic.mesos.driver import DriverStatus, MesosSchedulerDriver
-from plastic.mesos.errors import (
+from plastic.mesos.driver_errors import (
     DriverNotRunningError,
     DriverQueueFullError,
     MesosConnectionError,

@@ -35,7 +35,7 @@ from .helpers import Recorder
 from .zookeeper import available as zookeeper_available
 from .zookeeper import zookeeper_server
 
-LocalCluster = pytest.importorskip("plastic.local.testing").LocalCluster
+LocalCluster = pytest.importorskip("plastic.local.handle").LocalCluster
 
 SPEC = {"clusters": [
     {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False},

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plastic.mesos.connection import Backoff
-from plastic.mesos.errors import MasterResolutionError
+from plastic.mesos.driver_errors import MasterResolutionError
 from plastic.mesos.masters import (
     MasterEndpoint,
     leader_node,

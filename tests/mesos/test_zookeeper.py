@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from plastic.mesos.errors import MasterResolutionError
+from plastic.mesos.driver_errors import MasterResolutionError
 from plastic.mesos.masters import MasterEndpoint, parse_master, resolve_zk
 
 from .zookeeper import zookeeper_server

@@ -27,7 +27,7 @@ from plastic.store.embedded import (
     redis_server_binary,
     server_config,
 )
-from plastic.store.errors import UnreachableError
+from plastic.store.store_errors import UnreachableError
 from tests.waiting import eventually
 
 

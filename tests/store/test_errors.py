@@ -11,7 +11,7 @@ def test_what_counts_as_redis_being_away_for_now():
         TimeoutError,
     )
 
-    from plastic.store.errors import is_unavailable
+    from plastic.store.store_errors import is_unavailable
 
     for away in (ConnectionError("refused"), TimeoutError("slow"), BusyLoadingError("LOADING"), OSError(28, "full"),
                  ResponseError("MISCONF Errors writing to the AOF file: No space left on device"),

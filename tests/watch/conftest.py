@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 
 SPEC = {"clusters": [{"name": "burst", "count": 3, "cpus": 1, "ram_mib": 512, "preemptible": True}]}
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from plastic.watch.imds import (
+from plastic.watch.imds_client import (
     ImdsClient,
     ImdsError,
     parse_instance_action,

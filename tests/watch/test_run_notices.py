@@ -30,7 +30,7 @@ NOTICE_S = 15
 
 
 def test_interruption_during_a_run_is_drained_and_reported(tmp_path):
-    cmd = [sys.executable, "-m", "plastic", "run", str(WORKFLOW / "slow-scatter.cwl"), str(WORKFLOW / "job.yml"),
+    cmd = [sys.executable, "-m", "plastic", "run", str(WORKFLOW / "slow-scatter-on-spot.cwl"), str(WORKFLOW / "job.yml"),
            "--outdir", str(tmp_path / "out"), "--run-dir", str(tmp_path / "run"),
            "--report", str(tmp_path / "report.json")]
     env = dict(os.environ)

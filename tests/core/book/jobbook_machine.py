@@ -1,5 +1,5 @@
 """The JobBook's rule-based state machine (hypothesis): random interleavings of events, checked after
-every step.  Run by tests/core/test_jobbook_properties.py and, with the run's records in a real Redis
+every step.  Run by tests/core/book/test_jobbook_properties.py and, with the run's records in a real Redis
 beside it, by tests/framework/test_book_redis_properties.py.
 
 Whatever happens: at most one ReportJobEnd per job, never a reliable-only job on a preemptible

@@ -1,6 +1,7 @@
-"""LocalCluster: a local Mesos-API cluster as a child process, for tests and benchmarks.
+"""LocalCluster: the handle on a local Mesos-API cluster running as a child process (every `plastic run`
+without --master runs on one; tests and benchmarks start theirs the same way).
 
-    from plastic.local.testing import LocalCluster
+    from plastic.local.handle import LocalCluster
 
     spec = {"clusters": [
         {"name": "core", "count": 1, "cpus": 4, "ram_mib": 8192, "preemptible": False},

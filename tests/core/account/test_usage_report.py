@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from plastic.core.account.record_codec import decode
 from plastic.core.account.usage import UsageTally
 
 
 def tally(*ended, vcpus=2, ram_mib=4096, step="align"):
     t = UsageTally()
-    t.add("agent", {"agent_id": "a1", "vcpus": "4", "ram_mib": "16384"})  # stream values are strings
+    t.add(decode("agent", {"agent_id": "a1", "vcpus": "4", "ram_mib": "16384"}))  # stream values are strings
     for i, usage in enumerate(ended):
-        t.add("issued", {"job_id": str(i), "step": step, "vcpus": vcpus, "ram_mib": ram_mib})
-        t.add("ended", {"job_id": str(i), "agent_id": "a1", "usage": usage})
+        t.add(decode("issued", {"job_id": str(i), "step": step, "vcpus": vcpus, "ram_mib": ram_mib}))
+        t.add(decode("ended", {"job_id": str(i), "agent_id": "a1", "usage": usage}))
     return t
 
 
@@ -40,6 +41,6 @@ def test_an_annotation_asking_for_less_than_used_is_called_out_and_saves_nothing
 
 def test_steps_without_measurements_are_left_out():
     t = UsageTally()
-    t.add("issued", {"job_id": "1", "step": "s", "vcpus": 1, "ram_mib": 512})
-    t.add("ended", {"job_id": "1", "agent_id": "a1"})  # the command executor measures nothing
+    t.add(decode("issued", {"job_id": "1", "step": "s", "vcpus": 1, "ram_mib": 512}))
+    t.add(decode("ended", {"job_id": "1", "agent_id": "a1"}))  # the command executor measures nothing
     assert t.steps({}) == ()
