@@ -63,6 +63,7 @@ from plastic.aws.session import (
     error_code,
     is_missing_queue,
 )
+from plastic.core.book.instances import AgentSighting, agent_of_instance
 from plastic.core.book.lifecycle import AgentState
 from plastic.core.book.spot_events import REBALANCE, Ignored, SpotEvent, parse_event
 from plastic.store import AgentRecord, Store
@@ -119,9 +120,10 @@ def instance_hosts(instance: Mapping[str, Any]) -> set[str]:
 
 
 def _best(agents: Iterable[AgentRecord]) -> AgentRecord | None:
-    """The newest agent that is not GONE, else the newest."""
-    ordered = sorted(agents, key=lambda a: (a.state is not AgentState.GONE, a.created_at, a.id))
-    return ordered[-1] if ordered else None
+    """The agent of an instance among these (plastic.core.book.instances: the newest not GONE)."""
+    by_id = {a.id: a for a in agents}
+    best = agent_of_instance(AgentSighting(a.id, a.state is AgentState.GONE, a.created_at) for a in by_id.values())
+    return None if best is None else by_id[best]
 
 
 class AgentMap:

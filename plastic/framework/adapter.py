@@ -63,7 +63,7 @@ from plastic.framework.task_info import (
 )
 from plastic.mesos.credential import Credential
 from plastic.mesos.driver import MesosSchedulerDriver
-from plastic.mesos.errors import MesosFrameworkError
+from plastic.mesos.driver_errors import MesosFrameworkError
 
 log = logging.getLogger(__name__)
 

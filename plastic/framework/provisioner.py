@@ -179,6 +179,10 @@ class Provisioner:
         node = next((n for n in nodes if n.node_id == node_id), None)
         if node is None:
             return None
+        return self._agent_on(node)
+
+    def _agent_on(self, node: ProviderNode) -> str | None:
+        """The Mesos agent of a provider's node: the one it names, else the book's agent of its instance."""
         if node.agent_id:
             return node.agent_id
         return self.framework.book.agent_of_instance(node.instance_id) if node.instance_id else None
@@ -195,7 +199,7 @@ class Provisioner:
             on_agent.setdefault(job.agent_id or "", []).append(job)
         views = []
         for node in nodes:
-            agent_id = node.agent_id or (book.agent_of_instance(node.instance_id) if node.instance_id else None)
+            agent_id = self._agent_on(node)
             views.append(self._view(node, agent_id, on_agent.get(agent_id or "", []), now, ahead=ahead))
         return ClusterObserved(queued, tuple(views), self._plan_ahead(now) if ahead else ())
 

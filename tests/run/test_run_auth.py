@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from tests.clirun import REPO, assert_one_line_error, plastic
 from tests.run.helpers import SG, SG_TWO_PARTS
 

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from plastic.local.testing import LocalCluster
+from plastic.local.handle import LocalCluster
 from tests.clirun import SlowScatterRun, read_decisions
 
 pytest.importorskip("toil")

@@ -38,6 +38,7 @@ from plastic.core.book.agent_handling import agent_lost, agent_seen, kill_for_no
 from plastic.core.book.decisions import Decisions
 from plastic.core.book.endings import requeue_job
 from plastic.core.book.health import DEFAULT_IDLE_AGENT_S, DEFAULT_STARVING_S, ProvisioningHealth
+from plastic.core.book.instances import AgentSighting, agent_of_instance
 from plastic.core.book.invariants import check_invariants
 from plastic.core.book.jobs import LIVE, Job
 from plastic.core.book.leader_requests import job_issued, kill_requested
@@ -128,7 +129,10 @@ class JobBook:
         return ids
 
     def agent_of_instance(self, instance_id: str) -> str | None:
-        return next((a for a, info in self.agents.items() if info.instance_id == instance_id), None)
+        """The agent on an EC2 instance (plastic.core.book.instances: the newest not gone)."""
+        return agent_of_instance(AgentSighting(a, a in self.gone, float(order))
+                                 for order, (a, info) in enumerate(self.agents.items())
+                                 if info.instance_id == instance_id)
 
     def orphans_left(self) -> int:
         return 0 if self.orphans is None else len(self.orphans)
