@@ -1,4 +1,4 @@
-"""The run's picture as an HTML page (plastic.report_html, plastic.report_svg): one bar per attempt,
+"""The run's picture as an HTML page (plastic.report.html, plastic.report.svg): one bar per attempt,
 self-contained, every record string escaped."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 
 from plastic.core.account.picture import build_picture
 from plastic.core.account.report import AgentSpan, RunEvent
-from plastic.report_html import render_html
-from plastic.report_svg import Scale, fmt_s, fmt_usd, short_agent
+from plastic.report.html import render_html
+from plastic.report.svg import Scale, fmt_s, fmt_usd, short_agent
 from tests.fakes.stories import CORE, SPOT, preempted_story
 
 HOSTILE = "<script>alert(1)</script>"

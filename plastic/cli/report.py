@@ -48,13 +48,13 @@ def report(run: str, html_path: Path | None, fmt: str, redis_url: str | None, re
     """The report of RUN: a run directory (plastic run --run-dir), or the id of a run of `plastic serve`."""
     from plastic.core.errors import InputError
     from plastic.fileio import write_atomically
-    from plastic.run.picture import load_picture
+    from plastic.report.picture import load_picture
 
     if html_path is not None and not (html_path.parent if str(html_path.parent) else Path(".")).is_dir():
         raise InputError("directory does not exist", source=str(html_path), field="--html")
     picture = load_picture(_run_dir(run, redis_url, redis_ca))
     if html_path is not None:
-        from plastic.report_html import render_html
+        from plastic.report.html import render_html
 
         write_atomically(str(html_path), render_html(picture))
         click.echo(f"plastic: wrote {html_path}: {len(picture.attempts)} attempt(s) on {len(picture.lanes)} "
@@ -65,7 +65,7 @@ def report(run: str, html_path: Path | None, fmt: str, redis_url: str | None, re
         return
     from rich.console import Console
 
-    from plastic.run.view import report_table
+    from plastic.report.view import report_table
 
     console = Console()
     if not console.is_terminal:

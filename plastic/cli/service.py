@@ -190,8 +190,7 @@ def status(run: str | None, redis_url: str | None, redis_ca: str | None, fmt: st
         if run_id is None:
             runs = store.list_runs()
             if fmt == "json":
-                click.echo(json.dumps([{"id": r.id, "state": str(r.state), "created_at": r.created_at,
-                                        **r.fields} for r in runs], indent=2))
+                click.echo(json.dumps([r.to_json(_counts(store, r.id)) for r in runs], indent=2))
                 return
             if not runs:
                 console.print("no runs of plastic serve in this Redis; a plastic run keeps its own: plastic status "
@@ -207,10 +206,9 @@ def status(run: str | None, redis_url: str | None, redis_ca: str | None, fmt: st
             console.print(table)
             return
         record = _existing_run(store, run_id)
-        counts = {str(k): v for k, v in store.task_counts(run_id).items() if v}
+        counts = _counts(store, run_id)
         if fmt == "json":
-            click.echo(json.dumps({"id": record.id, "state": str(record.state), "created_at": record.created_at,
-                                   "fields": record.fields, "tasks": counts}, indent=2))
+            click.echo(json.dumps(record.to_json(counts), indent=2))
             return
         console.print(f"run {record.id}: [bold]{record.state}[/bold] since {_ago(record.state_at)}")
         for key in ("workflow", "job", "outdir", "run_dir", "master", "error", *_NUMBERS):
@@ -228,6 +226,11 @@ def status(run: str | None, redis_url: str | None, redis_ca: str | None, fmt: st
         close()
 
 
+def _counts(store, run_id: str) -> dict[str, int]:
+    """A run's tasks by state (the states with none left out)."""
+    return {str(k): v for k, v in store.task_counts(run_id).items() if v}
+
+
 def _event_line(ev) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(ev.at)) + f".{int(ev.at * 1000) % 1000:03d}"
     fields = " ".join(f"{k}={v}" for k, v in ev.fields.items() if k != "at")  # the stamp says when
@@ -235,9 +238,16 @@ def _event_line(ev) -> str:
 
 
 def _event_json(ev) -> dict:
-    """An event as one JSON object: its fields (strings, as written; ``id`` is the task's or run's), the
-    stream entry's id as ``event_id``, ``at`` in seconds since the epoch (a number) and ``type``."""
-    return {**ev.fields, "event_id": ev.id, "at": ev.at, "type": ev.type}
+    """An event as one JSON object: its fields as stored, those of a record of the JobBook or of the elastic
+    controller typed (plastic.core.account.record_codec: numbers as numbers, lists as lists; the store's
+    own entries as written), the stream entry's id as ``event_id``, ``at`` in seconds since the epoch and
+    ``type``."""
+    from plastic.core.account.record_codec import UnknownRecord, decode
+
+    record = decode(ev.type, ev.fields)
+    typed = {} if isinstance(record, UnknownRecord) else json.loads(json.dumps(record.fields, default=str))
+    fields = {key: typed.get(key, value) for key, value in ev.fields.items()}  # the stored names, typed
+    return {**fields, "event_id": ev.id, "at": ev.at, "type": ev.type}
 
 
 @click.command("logs")
@@ -248,7 +258,7 @@ def _event_json(ev) -> dict:
 def logs(run: str, redis_url: str | None, redis_ca: str | None, follow: bool, as_json: bool) -> None:
     """Print the event stream of RUN (placements, declines, notices, requeues, nodes, state changes): a run
     id, or the run directory of a `plastic run`."""
-    from plastic.store.errors import StoreError, is_unavailable
+    from plastic.store.store_errors import StoreError, is_unavailable
 
     run_id, store, close = _run_store(run, redis_url, redis_ca)
     try:

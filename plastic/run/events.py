@@ -1,32 +1,17 @@
-"""A run's decision events as the core's `RunEvent`s, read from the run's Redis stream."""
+"""A run's decision events as the core's `RunEvent`s, read from the run's Redis stream: their fields as the
+stream holds them (strings), each read into its record by plastic.core.account.record_codec.decode."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from plastic.core.account.report import RunEvent
 from plastic.store import Store
-from plastic.store.errors import is_unavailable
-
-_JSON_START = tuple('[{"-0123456789') + ("true", "false", "null")
-
-
-def decode_value(text: str) -> Any:
-    """Stream values are strings as written, or JSON for everything else (see plastic.store.records)."""
-    if text.startswith(_JSON_START):
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
-
+from plastic.store.store_errors import is_unavailable
 
 log = logging.getLogger(__name__)
-
 
 
 class EventFollower:
@@ -72,7 +57,7 @@ class EventFollower:
                         "stopped", self.run_id, away_s)
         if batch:
             self.last_id = batch[-1].id
-        return [RunEvent(e.type, e.at, {k: decode_value(v) for k, v in e.fields.items()}) for e in batch]
+        return [RunEvent(e.type, e.at, e.fields) for e in batch]
 
     def drain(self, *, wait_s: float, count: int = 1000) -> Iterator[RunEvent]:
         """Every event left in the stream, a batch at a time; when Redis is away, wait up to ``wait_s``."""

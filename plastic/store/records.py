@@ -19,6 +19,9 @@ from plastic.core.book.lifecycle import AgentState, AttemptOutcome, RunState, Ta
 # Fields the store writes itself; callers may not set them through `fields=`.
 COMMON_FIELDS = frozenset({"id", "state", "created_at", "updated_at", "state_at"})
 RUN_FIELDS = COMMON_FIELDS
+# a run's fields that hold numbers or a list (written as JSON, read back typed by RunRecord.typed_fields)
+RUN_NUMBERS = frozenset({"exit_code", "makespan_s", "cost_usd", "plan_usd_per_hour", "pid", "resumes"})
+RUN_LISTS = frozenset({"toil_args"})
 TASK_FIELDS = COMMON_FIELDS | {"run", "spec", "attempts"}
 AGENT_FIELDS = COMMON_FIELDS
 
@@ -56,6 +59,29 @@ class RunRecord:
             state_at=float(raw["state_at"]),
             fields=_rest(raw, RUN_FIELDS),
         )
+
+    def typed_fields(self) -> dict[str, Any]:
+        """The fields with the numbers (RUN_NUMBERS) as numbers and the lists (RUN_LISTS) as lists; one that
+        does not read as what it should be is left out."""
+        out: dict[str, Any] = {}
+        for key, value in self.fields.items():
+            if key not in RUN_NUMBERS and key not in RUN_LISTS:
+                out[key] = value
+                continue
+            try:
+                typed = json.loads(value)
+            except ValueError:
+                continue
+            if key in RUN_LISTS and isinstance(typed, list):
+                out[key] = typed
+            elif key in RUN_NUMBERS and isinstance(typed, int | float) and not isinstance(typed, bool):
+                out[key] = typed
+        return out
+
+    def to_json(self, tasks: Mapping[str, int]) -> dict[str, Any]:
+        """The run as `plastic status --format json` prints it, alone or in a list: one flat object."""
+        return {"id": self.id, "state": str(self.state), "created_at": self.created_at, "updated_at": self.updated_at,
+                "state_at": self.state_at, **self.typed_fields(), "tasks": dict(tasks)}
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,8 @@ def test_status_and_logs_of_a_run_directory_read_its_own_redis(tmp_path):
     server = start_embedded(run_dir / "redis")
     store = Store(server.client())
     store.create_run("r-hand", fields={"workflow": "wf.cwl", "run_dir": str(run_dir)})
-    store.append_event("r-hand", "placed", {"id": "task-7", "agent_id": "a1", "at": 1_700_000_001.5})
+    store.append_event("r-hand", "placed", {"id": "task-7", "agent_id": "a1", "at": 1_700_000_001.5,
+                                            "preemptible": True, "preemptions": 2})
     store.append_event("r-hand", "ended", {"id": "task-7", "outcome": "finished"})
     status = plastic("status", run_dir)  # the run's server is up: found and read, not stopped
     assert status.returncode == 0, status.stderr
@@ -211,6 +212,7 @@ def test_status_and_logs_of_a_run_directory_read_its_own_redis(tmp_path):
     assert [e["type"] for e in events] == ["run_created", "placed", "ended"]
     placed = events[1]
     assert placed["id"] == "task-7" and placed["at"] == 1_700_000_001.5  # the task's id; the time a number
+    assert placed["preemptible"] is True and placed["preemptions"] == 2  # a record's fields typed
     assert len({e["event_id"] for e in events}) == 3 and all("-" in e["event_id"] for e in events)
     assert _running_server((run_dir / "redis").resolve(), 1.0) is None  # nothing left running
     text = plastic("logs", run_dir)

@@ -47,9 +47,8 @@ def test_examples_through_the_manager_and_reliable_steps_on_the_core_agent(clust
                     f"/plastic-runs/out-{example}")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
-    fields = st.get("fields", {})
     print(f"{example}: {time.monotonic() - t0:.1f} s from submit to SUCCEEDED on the compose cluster, "
-          f"makespan {fields.get('makespan_s', '?')} s, cost {fields.get('cost_usd', '?')} USD")
+          f"makespan {st.get('makespan_s', '?')} s, cost {st.get('cost_usd', '?')} USD")
     check_outputs(example, RUNS / f"out-{example}")
     # the manager's init reaps what the leader's local jobs leave (without one, Toil waited 5 s on each)
     assert "were not reaped" not in (RUNS / "runs" / run_id / "toil.log").read_text()
@@ -148,5 +147,5 @@ def test_the_manager_killed_mid_run_restarts_and_the_run_completes(cluster, tmp_
     crash_once(cluster, "manager", run_id, once="placed")
     st = wait_run(cluster, run_id)
     assert st["state"] == "SUCCEEDED", st
-    assert st["fields"]["job"] == f"/plastic-runs/home/jobs/{run_id}.json"
+    assert st["job"] == f"/plastic-runs/home/jobs/{run_id}.json"
     work_done_once(run_id, "out-manager-killed", 8)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from plastic.report_svg import fmt_usd
+from plastic.report.svg import fmt_usd
 from tests.clirun import plastic, read_decisions
 from tests.run.helpers import check_outputs, plastic_run
 

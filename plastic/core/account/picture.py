@@ -15,41 +15,63 @@ its priced agents and its plan, `build_picture` makes:
   plastic.core.account.report, so the last point is the report's cost);
 - the plan's clusters (node count, instance type, USD per hour) beside what ran (the report's).
 
-An attempt ends at the first record that ends it: its ``task_state`` move carrying the ended
-attempt (its Mesos task id), a ``requeue`` of its task, the ``ended`` record of its job, or an
-``orphan_ended`` record (a resumed run's left-over task); the ended-attempt record, when there is
-one, says how.  A new ``book`` record (a new leader after a resume) starts a new set of Mesos task
-ids: the same id in two leaders is two attempts.  An attempt still open when the events end is
-``running``, drawn up to the run's end; one whose agent was lost is ``lost`` at that moment.
+An attempt ends at the first record that ends it: its task's state move carrying the ended
+attempt (TaskStateChanged, by its Mesos task id), a requeue of its task (JobRequeued), the end of its
+job (JobEnded), or the end of a resumed run's left-over task (OrphanEnded); the ended attempt, when
+there is one, says how; otherwise the JobBook's tables (plastic.core.book.lifecycle) say how a job's end
+or a requeue ends an attempt.  A new ``book`` line (BookBegan: a new leader after a resume) starts a
+new set of Mesos task ids: the same id in two leaders is two attempts.  An attempt still open when the
+events end is ``running``, drawn up to the run's end; one whose agent was lost is ``lost`` at that moment.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plastic.core.account.record_codec import BookBegan
 from plastic.core.account.report import (
     AgentSpan,
     RunEvent,
     RunReport,
     agent_windows,
     build_report,
-    list_field,
+)
+from plastic.core.book.lifecycle import ATTEMPT_OUTCOME_OF_JOB, ATTEMPT_OUTCOME_OF_LOSS, AttemptOutcome, JobOutcome
+from plastic.core.book.records import (
+    AgentGone,
+    JobEnded,
+    JobQueued,
+    JobRequeued,
+    KilledForNotice,
+    OrphanEnded,
+    RebalanceNoticed,
+    Record,
+    TaskPlaced,
+    TaskStarted,
+    TaskStateChanged,
+    TerminateNoticed,
+)
+from plastic.core.elastic.model import (
+    CreationRefused,
+    GrowthStopped,
+    NodeInterrupted,
+    NodeReleased,
+    NodesRequested,
+    NodesStarted,
 )
 from plastic.core.planning.plan import Plan
 
 MAX_COST_POINTS = 600
 OUTCOMES = ("finished", "failed", "preempted", "lost", "killed", "running")
-_ENDED_OUTCOME = {"finished": "finished", "failed": "failed", "killed": "killed", "lost_for_good": "lost"}
-_REQUEUE_OUTCOME = {"preempted": "preempted", "lost": "lost", "dropped": "lost"}
+# An orphan (a previous leader's task) ended in this Mesos state: how its attempt ended.
 _ORPHAN_OUTCOME = {"TASK_FINISHED": "finished", "TASK_FAILED": "failed", "TASK_KILLED": "killed"}
 
 
 @dataclass(slots=True)
-class Attempt:
-    """One Mesos task: a job's attempt on one agent."""
+class AttemptSpan:
+    """One Mesos task: a job's attempt on one agent, from its placement to its end."""
 
     task: str  # the Mesos task id ("10.1")
     job_id: str
@@ -90,13 +112,20 @@ class Lane:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """Something that happened at one moment, on an agent's lane (agent_id) or the cluster's."""
+    """A record of something that happened at one moment, on an agent's lane (agent_id) or the cluster's:
+    a notice (TerminateNoticed, RebalanceNoticed), a kill at a notice (KilledForNotice), a requeue
+    (JobRequeued), an agent lost (AgentGone), or the elastic cluster's nodes (NodesRequested, NodesStarted,
+    NodeReleased, NodeInterrupted, CreationRefused, GrowthStopped)."""
 
-    kind: str  # notice rebalance drain_kill requeue agent_lost node_requested node_created node_released
-    # node_interrupted create_refused growth_stopped
     at: float
     agent_id: str | None
     text: str
+    record: Record
+
+    @property
+    def kind(self) -> str:
+        """Its name on the page: the record's kind, but ``rebalance`` for a rebalance recommendation."""
+        return "rebalance" if isinstance(self.record, RebalanceNoticed) else self.record.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +158,7 @@ class ClusterRow:
 class RunPicture:
     report: RunReport
     lanes: tuple[Lane, ...]
-    attempts: tuple[Attempt, ...]
+    attempts: tuple[AttemptSpan, ...]
     marks: tuple[Mark, ...]
     cost: tuple[CostPoint, ...]
     clusters: tuple[ClusterRow, ...]
@@ -166,7 +195,7 @@ def build_picture(*, run_id: str, workflow: str, outcome: str, started_at: float
                       clusters=_cluster_rows(plan, report), running=running,
                       plan_usd_per_hour=plan.usd_per_hour if plan else None,
                       plan_on_demand_usd_per_hour=plan.on_demand_usd_per_hour if plan else None,
-                      elastic=any(m.kind in ("node_created", "node_released", "node_interrupted") for m in marks),
+                      elastic=any(isinstance(m.record, NodesStarted | NodeReleased | NodeInterrupted) for m in marks),
                       tools=tools)
 
 
@@ -177,32 +206,22 @@ def _text(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def _ended_attempt(value: Any) -> Mapping[str, Any] | None:
-    """The ended-attempt part of a task_state record (a dict in the log, its JSON text in the stream)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, Mapping) else None
-
-
 class _Attempts:
     """The attempts as the events are read: open ones by (leader, task) and by (leader, job)."""
 
     def __init__(self) -> None:
-        self.all: list[Attempt] = []
-        self.by_task: dict[tuple[int, str], Attempt] = {}
-        self.current: dict[tuple[int, str], Attempt] = {}
+        self.all: list[AttemptSpan] = []
+        self.by_task: dict[tuple[int, str], AttemptSpan] = {}
+        self.current: dict[tuple[int, str], AttemptSpan] = {}
         self.numbers: dict[str, int] = {}
-        self.issued: dict[tuple[int, str], Mapping[str, Any]] = {}
+        self.issued: dict[tuple[int, str], JobQueued] = {}
         self.leader = 0
 
-    def task(self, task: Any) -> Attempt | None:
+    def task(self, task: Any) -> AttemptSpan | None:
         """The attempt of Mesos task ``task`` of this leader."""
         return None if task is None else self.by_task.get((self.leader, str(task)))
 
-    def orphan(self, task: Any) -> Attempt | None:
+    def orphan(self, task: Any) -> AttemptSpan | None:
         """The attempt of Mesos task ``task`` of a previous leader (the latest), left running by it."""
         for leader in range(self.leader - 1, -1, -1):
             found = self.by_task.get((leader, str(task)))
@@ -210,16 +229,15 @@ class _Attempts:
                 return found
         return None
 
-    def placed(self, ev: RunEvent) -> Attempt:
-        f = ev.fields
-        job_id = str(f.get("job_id"))
-        issued = self.issued.get((self.leader, job_id), {})
-        key = str(issued.get("job_store_id") or f"{self.leader}:{job_id}")
+    def placed(self, p: TaskPlaced, at: float) -> AttemptSpan:
+        job_id = str(p.job_id)
+        issued = self.issued.get((self.leader, job_id))
+        key = str((issued.job_store_id if issued else None) or f"{self.leader}:{job_id}")
         self.numbers[key] = self.numbers.get(key, 0) + 1
-        attempt = Attempt(task=str(f.get("task") or f"{job_id}.?"), job_id=job_id, number=self.numbers[key],
-                          agent_id=str(f.get("agent_id")), cluster=str(f.get("cluster") or "?"),
-                          preemptible=bool(f.get("preemptible")), instance_type=_text(f.get("instance_type")),
-                          start_at=ev.at, tool=_text(issued.get("tool")), step=_text(issued.get("step")),
+        attempt = AttemptSpan(task=str(p.task or f"{job_id}.?"), job_id=job_id, number=self.numbers[key],
+                          agent_id=str(p.agent_id), cluster=str(p.cluster or "?"), preemptible=bool(p.preemptible),
+                          instance_type=_text(p.instance_type), start_at=at,
+                          tool=_text(issued.tool if issued else None), step=_text(issued.step if issued else None),
                           job_key=key)
         self.all.append(attempt)
         self.by_task[(self.leader, attempt.task)] = attempt
@@ -227,7 +245,7 @@ class _Attempts:
         return attempt
 
 
-def _close(attempt: Attempt | None, at: float, outcome: str, reason: str | None = None) -> None:
+def _close(attempt: AttemptSpan | None, at: float, outcome: str, reason: str | None = None) -> None:
     """End an open attempt (an ended one keeps its end: the first record that ends it wins)."""
     if attempt is None or attempt.end_at is not None:
         return
@@ -235,71 +253,59 @@ def _close(attempt: Attempt | None, at: float, outcome: str, reason: str | None 
     attempt.reason = attempt.reason or reason
 
 
-def _attempts_and_marks(events: Sequence[RunEvent], ended_at: float) -> tuple[list[Attempt], list[Mark]]:
+def _attempts_and_marks(events: Sequence[RunEvent], ended_at: float) -> tuple[list[AttemptSpan], list[Mark]]:
     book = _Attempts()
     marks: list[Mark] = []
     lost_at: dict[str, float] = {}
     released: set[str] = set()
     for ev in events:
-        f, kind = ev.fields, ev.kind
-        if kind == "book":
-            if book.all or book.issued:
-                book.leader += 1
-        elif kind == "issued" and f.get("job_id") is not None:
-            book.issued[(book.leader, str(f["job_id"]))] = f
-        elif kind == "placed":
-            book.placed(ev)
-        elif kind == "running":
-            found = book.task(f.get("task"))
-            if found is not None and found.running_at is None:
-                found.running_at = ev.at
-        elif kind == "task_state":
-            ended = _ended_attempt(f.get("attempt"))
-            if ended is not None:
-                found = book.task(ended.get("mesos_task_id"))
-                outcome = str(ended.get("outcome") or "lost")
-                if found is not None and found.end_at in (None, ev.at):  # the record that says how, at the end
-                    found.end_at, found.outcome = ev.at, outcome if outcome in OUTCOMES else "lost"
-                    found.reason = _text(ended.get("reason")) or found.reason
-        elif kind == "requeue":
-            counted = str(f.get("counted_as") or "lost")
-            _close(book.task(f.get("old_task")), ev.at, _REQUEUE_OUTCOME.get(counted, "lost"), _text(f.get("cause")))
-            marks.append(Mark("requeue", ev.at, _text(f.get("agent_id")),
-                              f"task {f.get('old_task')} requeued as {f.get('new_task')} "
-                              f"({f.get('cause')}, counted as {counted})"))
-        elif kind == "ended":
-            found = book.current.get((book.leader, str(f.get("job_id"))))
-            if found is not None and found.end_at is None:
-                _close(found, ev.at, _ENDED_OUTCOME.get(str(f.get("outcome")), "lost"), _text(f.get("message")))
-            elif found is not None and f.get("reason") == "done_by_earlier_attempt":
-                found.reason = "; ".join(x for x in (found.reason, "its work was kept: the job was not run again")
-                                         if x)
-        elif kind == "drain_kill":
-            found = book.task(f.get("task"))
-            if found is not None:
-                found.killed_at_notice = True
-            marks.append(Mark("drain_kill", ev.at, _text(f.get("agent_id")) or (found.agent_id if found else None),
-                              f"task {f.get('task')} killed at the notice (it could not finish in the window)"))
-        elif kind == "notice":
-            terminate = f.get("notice_kind", "terminate") == "terminate"
-            window = f.get("window_s")
-            marks.append(Mark("notice" if terminate else "rebalance", ev.at, _text(f.get("agent_id")),
-                              (f"terminate notice ({float(window):.0f} s left)" if terminate and window is not None
-                               else "terminate notice" if terminate else "rebalance recommendation")
-                              + f", {len(list_field(f.get('jobs')))} task(s) on it"))
-        elif kind == "orphan_ended":
-            found = book.orphan(f.get("task"))
-            _close(found, ev.at, _ORPHAN_OUTCOME.get(str(f.get("state")), "lost"), _text(f.get("reason")))
-        elif kind == "agent_lost":
-            agent_id = str(f.get("agent_id"))
-            lost_at.setdefault(agent_id, ev.at)
-            if agent_id not in released:  # a released node's agent going away is no news
-                marks.append(Mark("agent_lost", ev.at, agent_id, "agent lost"))
-        elif kind == "node_released":
-            released.add(str(f.get("node_id")))
-            marks.extend(_node_marks(ev))
-        elif kind in _NODE_TEXT:
-            marks.extend(_node_marks(ev))
+        rec, at = ev.record, ev.at
+        match rec:
+            case BookBegan():
+                if book.all or book.issued:
+                    book.leader += 1
+            case JobQueued(job_id=job_id) if job_id is not None:
+                book.issued[(book.leader, str(job_id))] = rec
+            case TaskPlaced():
+                book.placed(rec, at)
+            case TaskStarted(task=task):
+                found = book.task(task)
+                if found is not None and found.running_at is None:
+                    found.running_at = at
+            case TaskStateChanged(attempt=ended) if ended is not None:
+                found = book.task(ended.mesos_task_id)
+                outcome = str(ended.outcome or "lost")
+                if found is not None and found.end_at in (None, at):  # the record that says how, at the end
+                    found.end_at, found.outcome = at, outcome if outcome in OUTCOMES else "lost"
+                    found.reason = _text(ended.reason) or found.reason
+            case JobRequeued():
+                marks.append(_requeued(book, rec, at))
+            case JobEnded():
+                _job_ended(book, rec, at)
+            case KilledForNotice(task=task, agent_id=agent_id):
+                found = book.task(task)
+                if found is not None:
+                    found.killed_at_notice = True
+                marks.append(Mark(at, _text(agent_id) or (found.agent_id if found else None),
+                                  f"task {task} killed at the notice (it could not finish in the window)", rec))
+            case TerminateNoticed(agent_id=agent_id, window_s=window, jobs=jobs):
+                marks.append(Mark(at, _text(agent_id), (f"terminate notice ({float(window):.0f} s left)"
+                                                        if window is not None else "terminate notice")
+                                  + f", {len(jobs or ())} task(s) on it", rec))
+            case RebalanceNoticed(agent_id=agent_id, jobs=jobs):
+                marks.append(Mark(at, _text(agent_id), f"rebalance recommendation, {len(jobs or ())} task(s) on it",
+                                  rec))
+            case OrphanEnded(task=task, state=state, reason=reason):
+                _close(book.orphan(task), at, _ORPHAN_OUTCOME.get(str(state), "lost"), _text(reason))
+            case AgentGone(agent_id=agent_id):
+                lost_at.setdefault(str(agent_id), at)
+                if str(agent_id) not in released:  # a released node's agent going away is no news
+                    marks.append(Mark(at, str(agent_id), "agent lost", rec))
+            case NodeReleased(node_id=node_id):
+                released.add(str(node_id))
+                marks.extend(_node_marks(rec, at))
+            case NodesRequested() | NodesStarted() | NodeInterrupted() | CreationRefused() | GrowthStopped():
+                marks.extend(_node_marks(rec, at))
     for attempt in book.all:  # still open: lost with its agent, else running at the end
         gone = lost_at.get(attempt.agent_id)
         if attempt.end_at is None and gone is not None and gone >= attempt.start_at:
@@ -310,40 +316,64 @@ def _attempts_and_marks(events: Sequence[RunEvent], ended_at: float) -> tuple[li
     return book.all, marks
 
 
-_NODE_TEXT = {
-    "node_requested": "asked for {count} {market} node(s) of {instance_type} for {cluster} ({reason})",
-    "node_created": "node created ({cluster})",
-    "node_released": "node released ({reason})",
-    "node_interrupted": "node interrupted",
-    "create_refused": "creation refused: {count} {market} node(s) of {instance_type} ({reason})",
-    "growth_stopped": "growth stopped by {limit}",
-}
+def _requeued(book: _Attempts, r: JobRequeued, at: float) -> Mark:
+    """The requeued attempt ends as the JobBook ends it for how the loss counts; a mark on its agent."""
+    counted = str(r.counted_as or "lost")
+    _close(book.task(r.old_task), at, str(ATTEMPT_OUTCOME_OF_LOSS.get(counted, AttemptOutcome.LOST)), _text(r.cause))
+    return Mark(at, _text(r.agent_id), f"task {r.old_task} requeued as {r.new_task} ({r.cause}, counted as {counted})",
+                r)
 
 
-def _node_marks(ev: RunEvent) -> list[Mark]:
-    f = ev.fields
-    values = {k: f.get(k, "?") for k in ("count", "market", "instance_type", "cluster", "reason", "limit")}
-    text = _NODE_TEXT[ev.kind].format(**values)
-    if ev.kind == "node_created":
-        return [Mark(ev.kind, ev.at, node_id, text) for node_id in list_field(f.get("node_ids"))]
-    node_id = _text(f.get("node_id"))
-    return [Mark(ev.kind, ev.at, node_id, text)]
+def _job_ended(book: _Attempts, r: JobEnded, at: float) -> None:
+    """The job's current attempt ends as the JobBook ends a job's last attempt (if nothing ended it yet)."""
+    found = book.current.get((book.leader, str(r.job_id)))
+    if found is not None and found.end_at is None:
+        try:
+            outcome = ATTEMPT_OUTCOME_OF_JOB[JobOutcome(r.outcome)]
+        except ValueError:  # an outcome no JobBook writes
+            outcome = AttemptOutcome.LOST
+        _close(found, at, str(outcome), _text(r.message))
+    elif found is not None and r.reason == "done_by_earlier_attempt":
+        found.reason = "; ".join(x for x in (found.reason, "its work was kept: the job was not run again") if x)
+
+
+def _node_marks(rec: Record, at: float) -> list[Mark]:
+    """The marks of a record of the elastic cluster's nodes (one per node it created)."""
+    match rec:
+        case NodesRequested():
+            return [Mark(at, None, f"asked for {rec.count} {rec.market} node(s) of {rec.instance_type} for "
+                                   f"{rec.cluster} ({rec.reason})", rec)]
+        case NodesStarted(node_ids=node_ids):  # its record does not say the cluster
+            return [Mark(at, node_id, "node created (?)", rec) for node_id in node_ids or ()]
+        case NodeReleased(node_id=node_id):
+            return [Mark(at, _text(node_id), f"node released ({rec.reason})", rec)]
+        case NodeInterrupted(node_id=node_id):
+            return [Mark(at, _text(node_id), "node interrupted", rec)]
+        case CreationRefused():  # nor how many
+            return [Mark(at, None, f"creation refused: ? {rec.market} node(s) of {rec.instance_type} ({rec.reason})",
+                         rec)]
+        case GrowthStopped():
+            return [Mark(at, None, f"growth stopped by {rec.limit}", rec)]
+    return []
 
 
 # ------------------------------------------------------------------ lanes, cost, plan
 
 
-def _lanes(agents: Sequence[AgentSpan], events: Sequence[RunEvent], attempts: Sequence[Attempt],
+def _lanes(agents: Sequence[AgentSpan], events: Sequence[RunEvent], attempts: Sequence[AttemptSpan],
            started_at: float, ended_at: float) -> tuple[Lane, ...]:
     how: dict[str, str] = {}
     created: set[str] = set()
     for ev in events:
-        if ev.kind == "node_created":
-            created.update(list_field(ev.fields.get("node_ids")))
-        elif ev.kind in ("node_released", "node_interrupted", "agent_lost"):
-            agent_id = str(ev.fields.get("agent_id" if ev.kind == "agent_lost" else "node_id"))
-            how.setdefault(agent_id, {"node_released": "released", "node_interrupted": "interrupted"}.get(ev.kind,
-                                                                                                         "lost"))
+        match ev.record:
+            case NodesStarted(node_ids=node_ids):
+                created.update(node_ids or ())
+            case NodeReleased(node_id=node_id):
+                how.setdefault(str(node_id), "released")
+            case NodeInterrupted(node_id=node_id):
+                how.setdefault(str(node_id), "interrupted")
+            case AgentGone(agent_id=agent_id):
+                how.setdefault(str(agent_id), "lost")
     lanes = [Lane(w.agent.agent_id, w.agent.cluster, w.agent.preemptible, w.agent.instance_type, w.start_at,
                   w.end_at, how.get(w.agent.agent_id), w.agent.agent_id in created, w.agent.usd_per_hour)
              for w in agent_windows(agents, events, started_at, ended_at)]

@@ -1,8 +1,8 @@
 """Live progress of a run, folded from its decision events (pure; no clock, no I/O).
 
-`Progress.apply(event)` takes the events in stream order (the JobBook's records: issued,
-placed, running, ended, requeue, notice, agent_lost, ...; the elastic controller's: node_requested,
-node_created, node_ready, node_released, node_interrupted, create_refused) and keeps, per cluster,
+`Progress.apply(event)` takes the events in stream order and reads their records (the JobBook's:
+JobQueued, TaskPlaced, JobEnded, JobRequeued, the notices, AgentGone, ...; the elastic controller's:
+NodesRequested, NodesStarted, NodeReady, NodeReleased, NodeInterrupted, CreationRefused) and keeps, per cluster,
 how many tasks run there and how many finished there, how many nodes it has and how many are being
 created, the queue (issued, not placed), and the last few spot and node events as short sentences
 for a display.
@@ -14,9 +14,31 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from plastic.core.account.report import RunEvent, list_field
-
-SPOT_KINDS = frozenset({"notice", "drain_kill", "let_finish", "requeue", "escalation", "agent_lost", "unplaceable"})
+from plastic.core.account.report import RunEvent
+from plastic.core.book.records import (
+    AgentGone,
+    AgentUpdated,
+    JobEnded,
+    JobEscalated,
+    JobQueued,
+    JobRequeued,
+    JobUnplaceable,
+    KilledForNotice,
+    LeftToFinish,
+    RebalanceNoticed,
+    Record,
+    TaskPlaced,
+    TerminateNoticed,
+)
+from plastic.core.elastic.model import (
+    CreationRefused,
+    GrowthStopped,
+    NodeInterrupted,
+    NodeReady,
+    NodeReleased,
+    NodesRequested,
+    NodesStarted,
+)
 
 
 @dataclass(slots=True)
@@ -74,84 +96,90 @@ class Progress:
         return cluster
 
     def apply(self, ev: RunEvent) -> None:
-        f = ev.fields
-        job = None if f.get("job_id") is None else str(f["job_id"])
-        kind = ev.kind
-        if kind == "agent":
-            if f.get("agent_id") is not None and f.get("cluster"):
-                self.agent_clusters.setdefault(str(f["agent_id"]), str(f["cluster"]))
-                self._node_up(str(f["agent_id"]), str(f["cluster"]))
-        elif kind == "issued" and job is not None:
-            self.queued.add(job)
-        elif kind == "placed" and job is not None:
-            self.queued.discard(job)
-            self._leave(job)
-            cluster = self._cluster(f.get("agent_id"))
-            self.where[job] = cluster
-            self._bucket(cluster).running += 1
-        elif kind == "ended" and job is not None:
-            self.queued.discard(job)
-            cluster = self._leave(job) or self._cluster(f.get("agent_id"))
-            if f.get("outcome") == "finished":
-                self.finished += 1
-                self._bucket(cluster).finished += 1
-            elif f.get("outcome") in ("failed", "lost_for_good"):
-                self.failed += 1
-                self._bucket(cluster).failed += 1
-        elif kind == "requeue" and job is not None:
-            cluster = self._leave(job)
-            self.queued.add(job)
-            self.requeues += 1
-            self.recent.append(f"task {job} requeued from {cluster or '?'} ({f.get('counted_as', f.get('cause'))})")
-        elif kind == "notice":
-            self.notices += 1
-            what = "termination notice" if f.get("notice_kind", "terminate") == "terminate" else "rebalance recommendation"
-            self.recent.append(f"{what} for {self._cluster(f.get('agent_id'))} agent {f.get('agent_id')}")
-        elif kind == "drain_kill" and job is not None:
-            self.recent.append(f"task {job} killed on a doomed {self._cluster(f.get('agent_id'))} agent")
-        elif kind == "let_finish" and job is not None:
-            self.recent.append(f"task {job} left to finish before the {self._cluster(f.get('agent_id'))} agent goes")
-        elif kind == "escalation" and job is not None:
-            self.recent.append(f"task {job} moves to reliable nodes after {f.get('preemptions')} preemptions")
-        elif kind == "agent_lost":
-            if str(f.get("agent_id")) in self.alive:
-                self.recent.append(f"{self._cluster(f.get('agent_id'))} agent {f.get('agent_id')} lost")
-            self._node_down(str(f.get("agent_id")))
-        elif kind == "unplaceable" and job is not None:
-            self.recent.append(f"task {job} fits no agent: {f.get('reason')}")
-        else:
-            self._node_event(kind, f)
+        rec = ev.record
+        match rec:
+            case AgentUpdated(agent_id=agent_id, cluster=cluster):
+                if agent_id is not None and cluster:
+                    self.agent_clusters.setdefault(str(agent_id), str(cluster))
+                    self._node_up(str(agent_id), str(cluster))
+            case JobQueued(job_id=job_id) if job_id is not None:
+                self.queued.add(str(job_id))
+            case TaskPlaced(job_id=job_id, agent_id=agent_id) if job_id is not None:
+                job = str(job_id)
+                self.queued.discard(job)
+                self._leave(job)
+                cluster = self._cluster(agent_id)
+                self.where[job] = cluster
+                self._bucket(cluster).running += 1
+            case JobEnded(job_id=job_id, agent_id=agent_id, outcome=outcome) if job_id is not None:
+                self._ended(str(job_id), agent_id, outcome)
+            case JobRequeued(job_id=job_id, counted_as=counted_as, cause=cause) if job_id is not None:
+                cluster = self._leave(str(job_id))
+                self.queued.add(str(job_id))
+                self.requeues += 1
+                self.recent.append(f"task {job_id} requeued from {cluster or '?'} "
+                                   f"({counted_as if counted_as is not None else cause})")
+            case TerminateNoticed(agent_id=agent_id) | RebalanceNoticed(agent_id=agent_id):
+                self.notices += 1
+                what = "termination notice" if isinstance(rec, TerminateNoticed) else "rebalance recommendation"
+                self.recent.append(f"{what} for {self._cluster(agent_id)} agent {agent_id}")
+            case KilledForNotice(job_id=job_id, agent_id=agent_id) if job_id is not None:
+                self.recent.append(f"task {job_id} killed on a doomed {self._cluster(agent_id)} agent")
+            case LeftToFinish(job_id=job_id, agent_id=agent_id) if job_id is not None:
+                self.recent.append(f"task {job_id} left to finish before the {self._cluster(agent_id)} agent goes")
+            case JobEscalated(job_id=job_id, preemptions=preemptions) if job_id is not None:
+                self.recent.append(f"task {job_id} moves to reliable nodes after {preemptions} preemptions")
+            case AgentGone(agent_id=agent_id):
+                if str(agent_id) in self.alive:
+                    self.recent.append(f"{self._cluster(agent_id)} agent {agent_id} lost")
+                self._node_down(str(agent_id))
+            case JobUnplaceable(job_id=job_id, reason=reason) if job_id is not None:
+                self.recent.append(f"task {job_id} fits no agent: {reason}")
+            case _:
+                self._node_event(rec)
 
-    def _node_event(self, kind: str, f: Mapping[str, object]) -> None:
-        request, node_id, cluster = str(f.get("request")), str(f.get("node_id")), str(f.get("cluster") or "?")
-        if kind == "node_requested":
-            count = int(str(f.get("count") or 0))
-            self.requests[request] = (cluster, count)
-            self._bucket(cluster).booting += count
-            self.recent.append(f"{count} {f.get('instance_type')} {f.get('market')} node(s) asked for {cluster}: "
-                               f"{f.get('reason')}")
-        elif kind == "node_created" and request in self.requests:
-            name, count = self.requests[request]
-            ids = list_field(f.get("node_ids"))
-            for nid in ids:
-                self.booting[nid] = request
-            self._bucket(name).booting -= count - len(ids)
-            self.requests[request] = (name, len(ids))
-        elif kind == "create_refused" and request in self.requests:
-            name, count = self.requests[request]
-            if not any(r == request for r in self.booting.values()):
-                self._bucket(name).booting -= count
-                self.requests[request] = (name, 0)
-            self.recent.append(f"{f.get('instance_type')} {f.get('market')} refused: {f.get('reason')}")
-        elif kind == "node_ready":
-            self.agent_clusters.setdefault(node_id, cluster)
-            self._node_up(node_id, cluster)
-        elif kind in ("node_released", "node_interrupted"):
-            self._node_down(node_id)
-            what = "released" if kind == "node_released" else "lost"
-            self.recent.append(f"{cluster} node {node_id} {what}" + (f" ({f['reason']})" if f.get("reason") else ""))
-        elif kind == "growth_stopped":
-            self.recent.append(f"growth stopped: {f.get('limit')} ({f.get('detail')})")
+    def _ended(self, job: str, agent_id: str | None, outcome: str | None) -> None:
+        self.queued.discard(job)
+        cluster = self._leave(job) or self._cluster(agent_id)
+        if outcome == "finished":
+            self.finished += 1
+            self._bucket(cluster).finished += 1
+        elif outcome in ("failed", "lost_for_good"):
+            self.failed += 1
+            self._bucket(cluster).failed += 1
+
+    def _node_event(self, rec: Record) -> None:
+        match rec:
+            case NodesRequested(request=request, cluster=cluster, count=count):
+                count = int(count or 0)
+                self.requests[str(request)] = (str(cluster or "?"), count)
+                self._bucket(str(cluster or "?")).booting += count
+                self.recent.append(f"{count} {rec.instance_type} {rec.market} node(s) asked for {cluster or '?'}: "
+                                   f"{rec.reason}")
+            case NodesStarted(request=request, node_ids=node_ids) if str(request) in self.requests:
+                name, count = self.requests[str(request)]
+                ids = node_ids or ()
+                for nid in ids:
+                    self.booting[nid] = str(request)
+                self._bucket(name).booting -= count - len(ids)
+                self.requests[str(request)] = (name, len(ids))
+            case CreationRefused(request=request) if str(request) in self.requests:
+                name, count = self.requests[str(request)]
+                if not any(r == str(request) for r in self.booting.values()):
+                    self._bucket(name).booting -= count
+                    self.requests[str(request)] = (name, 0)
+                self.recent.append(f"{rec.instance_type} {rec.market} refused: {rec.reason}")
+            case NodeReady(node_id=node_id, cluster=cluster):
+                self.agent_clusters.setdefault(str(node_id), str(cluster or "?"))
+                self._node_up(str(node_id), str(cluster or "?"))
+            case NodeReleased(node_id=node_id, cluster=cluster, reason=reason):
+                self._node_down(str(node_id))
+                self.recent.append(f"{cluster or '?'} node {node_id} released" + (f" ({reason})" if reason else ""))
+            case NodeInterrupted(node_id=node_id, cluster=cluster):
+                self._node_down(str(node_id))
+                self.recent.append(f"{cluster or '?'} node {node_id} lost")
+            case GrowthStopped(limit=limit, detail=detail):
+                self.recent.append(f"growth stopped: {limit} ({detail})")
 
     @property
     def running(self) -> int:

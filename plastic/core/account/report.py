@@ -17,12 +17,41 @@ previous leader's tasks adopted by the resume and finished count as finished the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from plastic.core.account.record_codec import decode
 from plastic.core.account.usage import StepUsage, UsageTally
+from plastic.core.book.records import (
+    AgentGone,
+    AgentUpdated,
+    JobEnded,
+    JobEscalated,
+    JobQueued,
+    JobRequeued,
+    JobUnplaceable,
+    KilledForNotice,
+    LeftToFinish,
+    OrphanAdopted,
+    OrphanEnded,
+    OrphanKilled,
+    RebalanceNoticed,
+    Record,
+    TaskPlaced,
+    TerminateNoticed,
+)
+from plastic.core.elastic.model import (
+    CreationRefused,
+    GrowthStopped,
+    NodeCordoned,
+    NodeInterrupted,
+    NodeReady,
+    NodeReleased,
+    NodesRequested,
+    NodesStarted,
+    NodeUncordoned,
+)
 from plastic.core.model import Catalog, InstanceType
 from plastic.core.planning.plan import PlannedNode
 
@@ -31,11 +60,44 @@ SECONDS_PER_HOUR = 3600.0
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
-    """One decision the framework recorded: its kind (placed, requeue, notice, ...), when, and fields."""
+    """One record as the run stored it (a line of the decisions log, an entry of the run's stream): its
+    kind (placed, requeue, notice, ...), when, its fields as stored, and ``record``, the record they hold
+    (plastic.core.account.record_codec.decode: what the readers read)."""
 
     kind: str
     at: float
     fields: Mapping[str, Any] = field(default_factory=dict)
+    record: Record = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "record", decode(self.kind, self.fields))
+
+
+# The elastic controller's records about its nodes (kept whole, as the report's node timeline).
+NODE_RECORDS = (NodesRequested, NodesStarted, NodeReady, NodeCordoned, NodeUncordoned, NodeReleased,
+                NodeInterrupted, CreationRefused, GrowthStopped)
+NODE_KINDS = frozenset(cls.kind for cls in NODE_RECORDS)
+TIMELINE_FIELDS = ("node_id", "node_ids", "cluster", "instance_type", "market", "count", "reason", "detail", "limit",
+                   "boot_s", "state", "tasks")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMoment:
+    """A record of the elastic cluster's nodes on the report's timeline, at the time it happened (a node
+    a look of the controller saw ready or gone late is put back to when it was)."""
+
+    at: float
+    record: Record
+
+    @property
+    def event(self) -> str:
+        """What happened: requested, created, ready, cordoned, uncordoned, released, interrupted,
+        create_refused, growth_stopped."""
+        return self.record.kind.removeprefix("node_")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at, "event": self.event,
+                **{k: v for k, v in self.record.fields.items() if k in TIMELINE_FIELDS and v is not None}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +157,7 @@ class RunReport:
     notes: tuple[str, ...] = ()
     orphans_adopted: int = 0  # resume: the previous leader's running tasks left to finish
     orphans_killed: int = 0  # resume: the previous leader's running tasks killed (run again)
-    node_timeline: tuple[dict[str, Any], ...] = ()  # the elastic cluster: nodes asked for, ready, released, lost
+    node_timeline: tuple[NodeMoment, ...] = ()  # the elastic cluster: nodes asked for, ready, released, lost
     steps: tuple[StepUsage, ...] = ()  # per step: asked against used (plastic's executor measures each task)
 
     @property
@@ -109,6 +171,7 @@ class RunReport:
         doc["savings"] = round(self.savings, 6)
         doc["clusters"] = [asdict(c) for c in self.clusters]
         doc["notes"] = list(self.notes)
+        doc["node_timeline"] = [m.to_json() for m in self.node_timeline]
         doc["steps"] = [asdict(s) for s in self.steps]
         return doc
 
@@ -151,30 +214,29 @@ def price_agents(nodes: Mapping[str, PlannedNode], known: Sequence[KnownAgent], 
             spans[a.agent_id] = AgentSpan(a.agent_id, a.cluster, a.preemptible, a.instance_type, node.usd_per_hour,
                                           node.on_demand_usd_per_hour or node.usd_per_hour)
     for ev in events:
-        if ev.kind == "agent":
-            f = ev.fields
-            met(str(f.get("agent_id")), f.get("cluster"), bool(f.get("preemptible")), f.get("instance_type"), ev.at)
-    requests = {ev.fields.get("request"): ev.fields for ev in events if ev.kind == "node_requested"}
+        match ev.record:
+            case AgentUpdated(agent_id=agent_id, cluster=cluster, preemptible=preemptible, instance_type=itype):
+                met(str(agent_id), cluster, bool(preemptible), itype, ev.at)
+    requests = {ev.record.request: ev.record for ev in events if isinstance(ev.record, NodesRequested)}
     for ev in events:
-        asked = requests.get(ev.fields.get("request")) if ev.kind == "node_created" else None
-        if asked is None:
-            continue
-        for node_id in list_field(ev.fields.get("node_ids")):
-            met(node_id, asked.get("cluster"), asked.get("market") == "spot", asked.get("instance_type"), ev.at)
+        match ev.record:
+            case NodesStarted(request=request, node_ids=node_ids) if request in requests:
+                asked = requests[request]
+                for node_id in node_ids or ():
+                    met(node_id, asked.cluster, asked.market == "spot", asked.instance_type, ev.at)
     return list(spans.values())
 
 
-def _job(fields: Mapping[str, Any], same: Mapping[str, str] | None = None) -> str | None:
-    """The task a record is about: its Toil jobStoreID when the job's issue recorded one."""
-    value = fields.get("job_id")
-    if value is None:
+def _job(job_id: Any, same: Mapping[str, str] | None = None) -> str | None:
+    """The task a record is about (its ``job_id``): its Toil jobStoreID when the job's issue recorded one."""
+    if job_id is None:
         return None
-    return (same or {}).get(str(value), str(value))
+    return (same or {}).get(str(job_id), str(job_id))
 
 
 COUNTS = ("attempts", "preemptions", "losses", "requeues", "notices", "rebalances", "drain_kills", "let_finish",
           "finished_in_window", "escalations", "unplaceable")
-AGENT_KINDS = frozenset({"agent", "agent_lost"})  # with NODE_KINDS: the records kept whole (per node, not per task)
+AGENT_RECORDS = (AgentUpdated, AgentGone)  # with NODE_RECORDS: the records kept whole (per node, not per task)
 
 
 class RunTally:
@@ -201,61 +263,63 @@ class RunTally:
         self.usage = UsageTally()  # what each step asked for and used
 
     def add(self, ev: RunEvent) -> None:
-        f = ev.fields
-        kind = ev.kind
         counts = self.counts
-        self.usage.add(kind, f)
-        if kind in NODE_KINDS or kind in AGENT_KINDS:
-            self.kept_events.append(ev)
-        elif kind == "issued":
-            if f.get("job_id") is not None and f.get("job_store_id"):
-                self.same.setdefault(str(f["job_id"]), str(f["job_store_id"]))
-            job = _job(f, self.same)
-            if job is not None:
-                self.issued.add(job)
-        elif kind == "placed":
-            counts["attempts"] += 1
-            agent_id = str(f.get("agent_id"))
-            self.placed_on[agent_id] = self.placed_on.get(agent_id, 0) + 1
-        elif kind == "requeue":
-            counts["requeues"] += 1
-            if f.get("counted_as") == "preempted":
-                counts["preemptions"] += 1
-            elif f.get("counted_as") == "lost":
-                counts["losses"] += 1
-        elif kind == "notice":
-            counts["notices" if f.get("notice_kind", "terminate") == "terminate" else "rebalances"] += 1
-        elif kind == "drain_kill":
-            counts["drain_kills"] += 1
-        elif kind == "let_finish":
-            counts["let_finish"] += 1
-            job = _job(f, self.same)
-            if job is not None:
-                self.left_to_finish.add(job)
-        elif kind == "escalation":
-            counts["escalations"] += 1
-        elif kind == "unplaceable":
-            counts["unplaceable"] += 1
-        elif kind == "orphan_adopted":
-            self.adopted.add(str(f.get("task")))
-        elif kind == "orphan_kill":
-            self.orphans_killed.add(str(f.get("task")))
-        elif kind == "orphan_ended" and f.get("state") == "TASK_FINISHED":  # its work is in the job store
-            job = _job({"job_id": str(f.get("task", "")).split(".")[0]}, self.same)
-            if job is not None:
-                self.finished.add(job)
-        elif kind == "ended":
-            job = _job(f, self.same)
-            if job is None:
-                return
-            if f.get("outcome") == "finished":
-                self.finished.add(job)
-                if job in self.left_to_finish:
-                    counts["finished_in_window"] += 1
-                agent_id = str(f.get("agent_id"))
-                self.finished_on[agent_id] = self.finished_on.get(agent_id, 0) + 1
-            elif f.get("outcome") in ("failed", "lost_for_good"):
-                self.failed.add(job)
+        self.usage.add(ev.record)
+        match ev.record:
+            case NodesRequested() | NodesStarted() | NodeReady() | NodeCordoned() | NodeUncordoned() | NodeReleased() \
+                    | NodeInterrupted() | CreationRefused() | GrowthStopped() | AgentUpdated() | AgentGone():
+                self.kept_events.append(ev)
+            case JobQueued(job_id=job_id, job_store_id=store_id):
+                if job_id is not None and store_id:
+                    self.same.setdefault(str(job_id), str(store_id))
+                job = _job(job_id, self.same)
+                if job is not None:
+                    self.issued.add(job)
+            case TaskPlaced(agent_id=agent_id):
+                counts["attempts"] += 1
+                self.placed_on[str(agent_id)] = self.placed_on.get(str(agent_id), 0) + 1
+            case JobRequeued(counted_as=counted_as):
+                counts["requeues"] += 1
+                if counted_as == "preempted":
+                    counts["preemptions"] += 1
+                elif counted_as == "lost":
+                    counts["losses"] += 1
+            case TerminateNoticed():
+                counts["notices"] += 1
+            case RebalanceNoticed():
+                counts["rebalances"] += 1
+            case KilledForNotice():
+                counts["drain_kills"] += 1
+            case LeftToFinish(job_id=job_id):
+                counts["let_finish"] += 1
+                job = _job(job_id, self.same)
+                if job is not None:
+                    self.left_to_finish.add(job)
+            case JobEscalated():
+                counts["escalations"] += 1
+            case JobUnplaceable():
+                counts["unplaceable"] += 1
+            case OrphanAdopted(task=task):
+                self.adopted.add(str(task))
+            case OrphanKilled(task=task):
+                self.orphans_killed.add(str(task))
+            case OrphanEnded(task=task, state="TASK_FINISHED"):  # its work is in the job store
+                job = _job(("" if task is None else str(task)).split(".")[0], self.same)
+                if job is not None:
+                    self.finished.add(job)
+            case JobEnded(job_id=job_id, outcome=outcome, agent_id=agent_id):
+                self._ended(_job(job_id, self.same), outcome, str(agent_id))
+
+    def _ended(self, job: str | None, outcome: str | None, agent_id: str) -> None:
+        if job is None:
+            return
+        if outcome == "finished":
+            self.finished.add(job)
+            if job in self.left_to_finish:
+                self.counts["finished_in_window"] += 1
+            self.finished_on[agent_id] = self.finished_on.get(agent_id, 0) + 1
+        elif outcome in ("failed", "lost_for_good"):
+            self.failed.add(job)
 
     def report(self, *, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
                agents: Sequence[AgentSpan], notes: Sequence[str] = ()) -> RunReport:
@@ -288,7 +352,7 @@ class RunTally:
                                        c["hours"], c["usd"], c["od"], placements.get(name, 0), done_on.get(name, 0),
                                        _peak(alive.get(name, [])), c["released"])
                         for name, c in clusters.items())
-        timeline = tuple(_node_event(ev) for ev in self.kept_events if ev.kind in NODE_KINDS)
+        timeline = tuple(_node_moment(ev) for ev in self.kept_events if isinstance(ev.record, NODE_RECORDS))
         return RunReport(
             run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at, ended_at=ended_at,
             makespan_s=max(ended_at - started_at, 0.0), tasks=len(self.issued | self.finished | self.failed),
@@ -303,8 +367,8 @@ def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float,
                  agents: Sequence[AgentSpan], events: Sequence[RunEvent],
                  notes: Sequence[str] = ()) -> RunReport:
     """Count what the events say and price the agents' time (see the module docstring and `RunTally`)."""
-    same = {str(ev.fields["job_id"]): str(ev.fields["job_store_id"]) for ev in events
-            if ev.kind == "issued" and ev.fields.get("job_id") is not None and ev.fields.get("job_store_id")}
+    same = {str(ev.record.job_id): str(ev.record.job_store_id) for ev in events
+            if isinstance(ev.record, JobQueued) and ev.record.job_id is not None and ev.record.job_store_id}
     tally = RunTally(same)
     for ev in events:
         tally.add(ev)
@@ -340,14 +404,15 @@ def agent_windows(agents: Sequence[AgentSpan], events: Sequence[RunEvent], start
     lost_at: dict[str, float] = {}
     released: set[str] = set()
     for ev in events:
-        if ev.kind == "node_created":
-            for node_id in list_field(ev.fields.get("node_ids")):
-                created_at.setdefault(node_id, ev.at)
-        elif ev.kind in ("node_released", "node_interrupted", "agent_lost"):
-            node_id = str(ev.fields.get("node_id" if ev.kind != "agent_lost" else "agent_id"))
-            lost_at.setdefault(node_id, ev.at)
-            if ev.kind == "node_released":
-                released.add(node_id)
+        match ev.record:
+            case NodesStarted(node_ids=node_ids):
+                for node_id in node_ids or ():
+                    created_at.setdefault(node_id, ev.at)
+            case NodeReleased(node_id=node_id):
+                lost_at.setdefault(str(node_id), ev.at)
+                released.add(str(node_id))
+            case NodeInterrupted(node_id=node_id) | AgentGone(agent_id=node_id):
+                lost_at.setdefault(str(node_id), ev.at)
     out = []
     for a in agents:
         seen = created_at.get(a.agent_id, a.seen_at)  # an elastic node is paid for from its creation
@@ -358,26 +423,11 @@ def agent_windows(agents: Sequence[AgentSpan], events: Sequence[RunEvent], start
     return out
 
 
-NODE_KINDS = frozenset({"node_requested", "node_created", "node_ready", "node_cordoned", "node_uncordoned",
-                        "node_released", "node_interrupted", "create_refused", "growth_stopped"})
-
-
-def list_field(value: Any) -> list[str]:
-    """A list field as recorded: a list in the decisions log, its JSON text in the Redis stream."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return [value]
-    return [str(v) for v in value or ()]
-
-
-def _node_event(ev: RunEvent) -> dict[str, Any]:
-    keep = ("node_id", "node_ids", "cluster", "instance_type", "market", "count", "reason", "detail", "limit",
-            "boot_s", "state", "tasks")
-    seen_after_s = float(ev.fields.get("seen_after_s") or 0.0)  # it happened this long before a look saw it
-    return {"at": ev.at - seen_after_s, "event": ev.kind.removeprefix("node_"),
-            **{k: (list_field(v) if k == "node_ids" else v) for k, v in ev.fields.items() if k in keep}}
+def _node_moment(ev: RunEvent) -> NodeMoment:
+    match ev.record:
+        case NodeReady(seen_after_s=seen_after_s) | NodeInterrupted(seen_after_s=seen_after_s):
+            return NodeMoment(ev.at - float(seen_after_s or 0.0), ev.record)  # it happened before a look saw it
+    return NodeMoment(ev.at, ev.record)
 
 
 def _peak(changes: list[tuple[float, int]]) -> int:

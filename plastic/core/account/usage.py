@@ -19,7 +19,9 @@ import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from plastic.core.book.records import AgentUpdated, JobEnded, JobQueued, Record
+from plastic.core.model import TaskUsage
 
 RAM_STEP_MIB = 256
 RAM_HEADROOM = 1.25
@@ -52,25 +54,23 @@ class _Task:
 
 @dataclass
 class UsageTally:
-    """Folds a run's records (kind, fields) one at a time: ``issued`` (a task's step and what it asks),
-    ``agent`` (a node's capacity), ``ended`` (a job's end, with what its last attempt used)."""
+    """Folds a run's records one at a time: JobQueued (a task's step and what it asks), AgentUpdated (a
+    node's capacity), JobEnded (a job's end, with what its last attempt used)."""
 
     tasks: dict[str, _Task] = field(default_factory=dict)
     agents: dict[str, tuple[int, int]] = field(default_factory=dict)  # agent id -> (vcpus, ram_mib)
-    measured: dict[str, list[tuple[str, Mapping[str, Any]]]] = field(default_factory=dict)  # step -> (agent, usage)
+    measured: dict[str, list[tuple[str, TaskUsage]]] = field(default_factory=dict)  # step -> (agent, usage)
 
-    def add(self, kind: str, fields: Mapping[str, Any]) -> None:
-        if kind == "issued" and fields.get("job_id") is not None:
-            step = str(fields.get("step") or fields.get("tool") or "(unnamed)")
-            self.tasks[str(fields["job_id"])] = _Task(step, int(fields.get("vcpus") or 0),
-                                                      int(fields.get("ram_mib") or 0))
-        elif kind == "agent" and fields.get("agent_id"):
-            self.agents[str(fields["agent_id"])] = (int(fields.get("vcpus") or 0), int(fields.get("ram_mib") or 0))
-        elif kind == "ended":
-            usage = fields.get("usage")
-            task = self.tasks.get(str(fields.get("job_id")))
-            if isinstance(usage, Mapping) and task is not None:
-                self.measured.setdefault(task.step, []).append((str(fields.get("agent_id")), usage))
+    def add(self, record: Record) -> None:
+        match record:
+            case JobQueued(job_id=job_id, step=step, tool=tool, vcpus=vcpus, ram_mib=ram_mib) if job_id is not None:
+                self.tasks[str(job_id)] = _Task(str(step or tool or "(unnamed)"), int(vcpus or 0), int(ram_mib or 0))
+            case AgentUpdated(agent_id=agent_id, vcpus=vcpus, ram_mib=ram_mib) if agent_id:
+                self.agents[str(agent_id)] = (int(vcpus or 0), int(ram_mib or 0))
+            case JobEnded(job_id=job_id, agent_id=agent_id, usage=usage):
+                task = self.tasks.get(str(job_id))
+                if usage is not None and task is not None:
+                    self.measured.setdefault(task.step, []).append((str(agent_id), usage))
 
     def steps(self, usd_per_hour: Mapping[str, float]) -> tuple[StepUsage, ...]:
         """Per step, in the order steps were first issued; ``usd_per_hour``: agent id -> its price."""
@@ -80,10 +80,10 @@ class UsageTally:
         return tuple(self._step(step, asked[step], self.measured[step], usd_per_hour)
                      for step in asked if step in self.measured)
 
-    def _step(self, step: str, ask: _Task, measured: list[tuple[str, Mapping[str, Any]]],
+    def _step(self, step: str, ask: _Task, measured: list[tuple[str, TaskUsage]],
               usd_per_hour: Mapping[str, float]) -> StepUsage:
         cores = [_cores(u) for _, u in measured]
-        rss = [float(u.get("max_rss_mib") or 0.0) for _, u in measured]
+        rss = [float(u.max_rss_mib or 0.0) for _, u in measured]
         vcpus_fit = max(1, math.ceil(max(cores) - 0.05))
         ram_fit = max(RAM_STEP_MIB, math.ceil(max(rss) * RAM_HEADROOM / RAM_STEP_MIB) * RAM_STEP_MIB)
         finding = _finding(ask, max(cores), max(rss), vcpus_fit, ram_fit)
@@ -95,18 +95,18 @@ class UsageTally:
                 price = usd_per_hour.get(agent_id, 0.0)
                 if not capacity or not price:
                     continue
-                hours = float(u.get("wall_s") or 0.0) / 3600.0
+                hours = float(u.wall_s or 0.0) / 3600.0
                 saved += price * hours * (_share(ask.vcpus, ask.ram_mib, capacity)
                                           - _share(fit_vcpus, fit_ram, capacity))
         return StepUsage(step, len(measured), ask.vcpus, ask.ram_mib, round(statistics.median(cores), 3),
                          round(max(cores), 3), round(statistics.median(rss), 1), round(max(rss), 1),
-                         round(sum(float(u.get("cpu_s") or 0.0) for _, u in measured), 3), vcpus_fit, ram_fit,
+                         round(sum(float(u.cpu_s or 0.0) for _, u in measured), 3), vcpus_fit, ram_fit,
                          finding, round(max(saved, 0.0), 6))
 
 
-def _cores(usage: Mapping[str, Any]) -> float:
-    wall = float(usage.get("wall_s") or 0.0)
-    return float(usage.get("cpu_s") or 0.0) / wall if wall > 0 else 0.0
+def _cores(usage: TaskUsage) -> float:
+    wall = float(usage.wall_s or 0.0)
+    return float(usage.cpu_s or 0.0) / wall if wall > 0 else 0.0
 
 
 def _share(vcpus: int, ram_mib: int, capacity: tuple[int, int]) -> float:

@@ -10,17 +10,20 @@ from typing import TYPE_CHECKING, Any
 from plastic.core.book import commands as cmd
 from plastic.core.book import records as rec
 from plastic.core.book.jobs import EXIT_UNKNOWN, LIVE, Attempt, Job
-from plastic.core.book.lifecycle import AttemptOutcome, JobOutcome, TaskState, check_transition
+from plastic.core.book.lifecycle import (
+    ATTEMPT_OUTCOME_OF_JOB,
+    ATTEMPT_OUTCOME_OF_LOSS,
+    AttemptOutcome,
+    JobOutcome,
+    TaskState,
+    check_transition,
+)
 from plastic.core.book.records import AttemptEnded, TaskStateChanged
 
 if TYPE_CHECKING:
     from plastic.core.book.jobbook import JobBook, Output
 
 S = TaskState
-_ATTEMPT_OUTCOME = {JobOutcome.FINISHED: AttemptOutcome.FINISHED, JobOutcome.FAILED: AttemptOutcome.FAILED,
-                    JobOutcome.KILLED: AttemptOutcome.KILLED, JobOutcome.LOST_FOR_GOOD: AttemptOutcome.LOST}
-_REQUEUE_OUTCOME = {"preempted": AttemptOutcome.PREEMPTED, "lost": AttemptOutcome.LOST,
-                    "dropped": AttemptOutcome.LOST}
 
 
 def move(job: Job, wanted: TaskState, reason: str, out: list[Output], *,
@@ -51,7 +54,7 @@ def end_job(book: JobBook, job: Job, state: TaskState, outcome: JobOutcome, exit
         wall = max(cur.ran_s(now), 0.001)
         cur.ended_at, cur.end = now, str(outcome)
         why = "; ".join(x for x in (reason, message) if x)
-        attempt = attempt_ended(book, job, cur, _ATTEMPT_OUTCOME[outcome], now, reason=why or None,
+        attempt = attempt_ended(book, job, cur, ATTEMPT_OUTCOME_OF_JOB[outcome], now, reason=why or None,
                                 exit_code=exit_code, wall_time_s=wall)
     finished = outcome is JobOutcome.FINISHED and attempt is not None
     move(job, state, f"ended {outcome}", out, attempt=attempt, runtime_s=wall if finished else None,
@@ -98,7 +101,7 @@ def requeue_job(book: JobBook, job: Job, cause: str, now: float, out: list[Outpu
     attempt = None
     if cur is not None:
         cur.ended_at, cur.end = now, kind
-        attempt = attempt_ended(book, job, cur, _REQUEUE_OUTCOME[kind], now,
+        attempt = attempt_ended(book, job, cur, ATTEMPT_OUTCOME_OF_LOSS[kind], now,
                                 reason=": ".join(x for x in (cause, detail) if x) or None, counted_as=kind)
     old_task = job.mesos_task_id
     if kind == "preempted":

@@ -56,6 +56,16 @@ class AttemptOutcome(StrEnum):
     KILLED = "killed"  # killed on request (leader, cancel)
 
 
+# How a job's last attempt ends when the job ends, and how an attempt ends when its job is requeued, by how
+# the loss counts (``counted_as``: preempted / lost / dropped): the JobBook's tables (the picture of a run,
+# plastic.core.account.picture, reads the attempts' ends from the records by them).
+ATTEMPT_OUTCOME_OF_JOB: Mapping[JobOutcome, AttemptOutcome] = {
+    JobOutcome.FINISHED: AttemptOutcome.FINISHED, JobOutcome.FAILED: AttemptOutcome.FAILED,
+    JobOutcome.KILLED: AttemptOutcome.KILLED, JobOutcome.LOST_FOR_GOOD: AttemptOutcome.LOST}
+ATTEMPT_OUTCOME_OF_LOSS: Mapping[str, AttemptOutcome] = {
+    "preempted": AttemptOutcome.PREEMPTED, "lost": AttemptOutcome.LOST, "dropped": AttemptOutcome.LOST}
+
+
 class AgentState(StrEnum):
     ACTIVE = "ACTIVE"
     DRAINING = "DRAINING"

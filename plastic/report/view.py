@@ -1,4 +1,6 @@
-"""How `plastic run` looks on a terminal: a live progress panel and the final report (rich)."""
+"""How `plastic run` and `plastic report` look on a terminal (rich): the live progress panel, the final
+report with the elastic cluster's node timeline and what each step used, and a failed run told as the
+error it ends with."""
 
 from __future__ import annotations
 
@@ -13,7 +15,19 @@ from rich.table import Table
 from rich.text import Text
 
 from plastic.core.account.progress import Progress
-from plastic.core.account.report import RunReport
+from plastic.core.account.report import NodeMoment, RunReport
+from plastic.core.book.records import Record
+from plastic.core.elastic.model import (
+    CreationRefused,
+    GrowthStopped,
+    NodeCordoned,
+    NodeInterrupted,
+    NodeReady,
+    NodeReleased,
+    NodesRequested,
+    NodesStarted,
+    NodeUncordoned,
+)
 from plastic.core.errors import PlasticError, RunFailedError
 from plastic.cwl.lower_io import POLICY_NAME
 from plastic.run.disk import OutOfSpaceError
@@ -109,19 +123,34 @@ def report_table(report: RunReport) -> Group:
     ]
     timeline = report.node_timeline
     if timeline:
-        asked = sum(int(e.get("count") or 0) for e in timeline if e["event"] == "requested")
-        obtained = sum(len(e.get("node_ids") or ()) for e in timeline if e["event"] == "created")
-        lines.append(f"elastic cluster: {asked} node(s) asked for, {obtained} obtained, "
-                     f"{sum(1 for e in timeline if e['event'] == 'released')} released when idle, "
-                     f"{sum(1 for e in timeline if e['event'] == 'interrupted')} lost, "
-                     f"{sum(1 for e in timeline if e['event'] == 'create_refused')} creation(s) refused"
-                     + "".join(f"; growth stopped by {e.get('limit')}" for e in timeline if e["event"] == "growth_stopped"))
-    if timeline:
+        lines.append(_elastic_line([m.record for m in timeline]))
         lines += timeline_lines(timeline, report.started_at)
     if report.orphans_adopted or report.orphans_killed:
         lines.append(f"resume: the killed run's running tasks adopted {report.orphans_adopted}, "
                      f"killed and run again {report.orphans_killed}")
     return Group(table, *(Text(line) for line in lines), *usage_table(report))
+
+
+def _elastic_line(records: list[Record]) -> str:
+    """The elastic cluster in one line: nodes asked for, obtained, released, lost; refusals and limits."""
+    asked = obtained = released = lost = refused = 0
+    stopped = ""
+    for rec in records:
+        match rec:
+            case NodesRequested(count=count):
+                asked += int(count or 0)
+            case NodesStarted(node_ids=node_ids):
+                obtained += len(node_ids or ())
+            case NodeReleased():
+                released += 1
+            case NodeInterrupted():
+                lost += 1
+            case CreationRefused():
+                refused += 1
+            case GrowthStopped(limit=limit):
+                stopped += f"; growth stopped by {limit}"
+    return (f"elastic cluster: {asked} node(s) asked for, {obtained} obtained, {released} released when idle, "
+            f"{lost} lost, {refused} creation(s) refused{stopped}")
 
 
 def usage_table(report: RunReport) -> list[Any]:
@@ -143,39 +172,42 @@ def usage_table(report: RunReport) -> list[Any]:
 TIMELINE_LINES = 15  # the text report's node timeline; --format json and --html have every event
 
 
-def _node_text(e: dict) -> tuple[str, int]:
-    """One node event as words, and how many nodes it is about (events alike in the same second add up)."""
-    kind = e["event"]
-    where = f"{e.get('cluster')} ({e.get('instance_type')} {e.get('market')})"
-    if kind == "requested":
-        return (f"asked for {e.get('count')} x {e.get('instance_type')} {e.get('market')} for {e.get('cluster')}: "
-                f"{e.get('reason')}, {e.get('detail')}", 0)
-    if kind == "created":
-        return "created", len(e.get("node_ids") or ())
-    if kind == "ready":
-        return f"{where} ready, boot {float(e.get('boot_s') or 0.0):.0f} s", 1
-    if kind == "released":
-        return f"{where} released: {e.get('reason')}", 1
-    if kind == "interrupted":
-        return f"{where} {'interrupted' if e.get('state') == 'interrupted' else 'lost'}", 1
-    if kind == "cordoned":  # records before 2026-11-27 did not say where
-        return (f"{where} cordoned: idle, no new work" if e.get("cluster") else "cordoned (idle, no new work)"), 1
-    if kind == "uncordoned":
-        return f"{where} given back: {e.get('tasks')} queued task(s) fit it", 1
-    if kind == "create_refused":
-        return f"creation of {e.get('instance_type')} {e.get('market')} refused: {e.get('reason')}", 0
-    if kind == "growth_stopped":
-        return f"growth stopped by {e.get('limit')}: {e.get('detail')}", 0
-    return kind, 0
+def _node_text(moment: NodeMoment) -> tuple[str, int]:
+    """One node record as words, and how many nodes it is about (records alike in the same second add up)."""
+    match rec := moment.record:
+        case NodesRequested():
+            return (f"asked for {rec.count} x {rec.instance_type} {rec.market} for {rec.cluster}: {rec.reason}, "
+                    f"{rec.detail}", 0)
+        case NodesStarted(node_ids=node_ids):
+            return "created", len(node_ids or ())
+        case NodeReady(boot_s=boot_s):
+            return f"{_where(rec)} ready, boot {float(boot_s or 0.0):.0f} s", 1
+        case NodeReleased(reason=reason):
+            return f"{_where(rec)} released: {reason}", 1
+        case NodeInterrupted(state=state):
+            return f"{_where(rec)} {'interrupted' if state == 'interrupted' else 'lost'}", 1
+        case NodeCordoned(cluster=cluster):  # records before 2026-11-27 did not say where
+            return (f"{_where(rec)} cordoned: idle, no new work" if cluster else "cordoned (idle, no new work)"), 1
+        case NodeUncordoned(tasks=tasks):
+            return f"{_where(rec)} given back: {tasks} queued task(s) fit it", 1
+        case CreationRefused():
+            return f"creation of {rec.instance_type} {rec.market} refused: {rec.reason}", 0
+        case GrowthStopped():
+            return f"growth stopped by {rec.limit}: {rec.detail}", 0
+    return moment.event, 0
 
 
-def timeline_lines(timeline: tuple[dict, ...], started_at: float, limit: int = TIMELINE_LINES) -> list[str]:
+def _where(rec: NodeReady | NodeReleased | NodeInterrupted | NodeCordoned | NodeUncordoned) -> str:
+    return f"{rec.cluster} ({rec.instance_type} {rec.market})"
+
+
+def timeline_lines(timeline: tuple[NodeMoment, ...], started_at: float, limit: int = TIMELINE_LINES) -> list[str]:
     """The elastic cluster's node timeline, seconds from the start: the same event about several nodes within
     a second is one line ("5 x ..."); at most `limit` lines, then how many more there are."""
     groups: list[list] = []  # [seconds, text, nodes]
-    for e in sorted(timeline, key=lambda e: e["at"]):
-        at = e["at"] - started_at
-        text, nodes = _node_text(e)
+    for m in sorted(timeline, key=lambda m: m.at):
+        at = m.at - started_at
+        text, nodes = _node_text(m)
         last = groups[-1] if groups else None
         if last is not None and nodes and last[1] == text and at - last[0] < 1.0:
             last[2] += nodes

@@ -20,6 +20,7 @@ from typing import Any
 
 from plastic.core.account.picture import RunPicture, build_picture
 from plastic.core.account.report import KnownAgent, RunEvent, price_agents
+from plastic.core.book.records import AgentUpdated
 from plastic.core.errors import InputError
 from plastic.core.planning.plan import Plan, plan_from_json
 from plastic.fileio import read_text
@@ -83,12 +84,11 @@ def _agents(plan: Plan, settings: dict[str, Any], events: list[RunEvent]) -> lis
         for node in plan.nodes:
             node_of.setdefault((node.cluster, node.instance_type), node.id)
         for ev in events:
-            if ev.kind == "agent":
-                f = ev.fields
-                node_id = node_of.get((str(f.get("cluster")), str(f.get("instance_type"))))
-                if node_id is not None and all(k.agent_id != f.get("agent_id") for k in known):
-                    known.append(KnownAgent(str(f.get("agent_id")), str(f.get("cluster")), bool(f.get("preemptible")),
-                                            str(f.get("instance_type")), node_id))
+            match ev.record:
+                case AgentUpdated(agent_id=agent_id, cluster=cluster, preemptible=preemptible, instance_type=itype):
+                    node_id = node_of.get((str(cluster), str(itype)))
+                    if node_id is not None and all(k.agent_id != agent_id for k in known):
+                        known.append(KnownAgent(str(agent_id), str(cluster), bool(preemptible), str(itype), node_id))
     return price_agents({n.id: n for n in plan.nodes}, known, events, load_catalog(settings.get("catalog_path")))
 
 

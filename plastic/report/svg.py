@@ -12,7 +12,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plastic.core.account.picture import Attempt, Lane, Mark, RunPicture
+from plastic.core.account.picture import AttemptSpan, Lane, Mark, RunPicture
+from plastic.core.book.records import AgentGone, JobRequeued, KilledForNotice, RebalanceNoticed, TerminateNoticed
+from plastic.core.elastic.model import (
+    CreationRefused,
+    GrowthStopped,
+    NodeInterrupted,
+    NodeReleased,
+    NodesRequested,
+    NodesStarted,
+)
 
 WIDTH = 1160
 LABEL_W = 190
@@ -24,7 +33,7 @@ LANE_MIN_H = 34
 AXIS_H = 30
 STRIP_H = 24
 
-CLUSTER_MARKS = ("node_requested", "create_refused", "growth_stopped")
+CLUSTER_MARKS = (NodesRequested, CreationRefused, GrowthStopped)  # on the cluster's strip, not an agent's lane
 OUTCOME_TEXT = {"finished": "finished", "failed": "failed", "preempted": "preempted", "lost": "lost with its agent",
                 "killed": "killed", "running": "still running at the end"}
 
@@ -95,7 +104,7 @@ def _tick_label(offset_s: float) -> str:
     return f"{offset_s:g} s"
 
 
-def _rows(attempts: Sequence[Attempt], end_at: float) -> list[int]:
+def _rows(attempts: Sequence[AttemptSpan], end_at: float) -> list[int]:
     """A row of the lane for each attempt (in the given order): no two overlap in one row."""
     ends: list[float] = []
     out = [0] * len(attempts)
@@ -112,7 +121,7 @@ def _rows(attempts: Sequence[Attempt], end_at: float) -> list[int]:
     return out
 
 
-def _attempt_title(a: Attempt, t0: float) -> str:
+def _attempt_title(a: AttemptSpan, t0: float) -> str:
     what = OUTCOME_TEXT.get(a.outcome, a.outcome)
     if a.killed_at_notice:
         what += " (killed at a terminate notice)"
@@ -126,16 +135,16 @@ def _attempt_title(a: Attempt, t0: float) -> str:
 def timeline_svg(pic: RunPicture) -> str:
     """One lane per agent, one rect.attempt per attempt, the marks, a time axis."""
     scale = Scale(pic.started_at, max(pic.ended_at, pic.started_at + 1e-6))
-    by_lane: dict[str, list[Attempt]] = {lane.agent_id: [] for lane in pic.lanes}
+    by_lane: dict[str, list[AttemptSpan]] = {lane.agent_id: [] for lane in pic.lanes}
     for a in pic.attempts:
         by_lane.setdefault(a.agent_id, []).append(a)
     marks_by_lane: dict[str | None, list[Mark]] = {}
     for m in pic.marks:
-        key = m.agent_id if m.agent_id in by_lane and m.kind not in CLUSTER_MARKS else None
+        key = m.agent_id if m.agent_id in by_lane and not isinstance(m.record, CLUSTER_MARKS) else None
         marks_by_lane.setdefault(key, []).append(m)
     top = 6
     parts: list[str] = []
-    cluster_marks = [m for m in marks_by_lane.get(None, []) if m.kind in CLUSTER_MARKS]
+    cluster_marks = [m for m in marks_by_lane.get(None, []) if isinstance(m.record, CLUSTER_MARKS)]
     if cluster_marks:
         parts.append(f'<text class="lane-label" x="8" y="{top + 15}">elastic cluster</text>')
         for m in cluster_marks:
@@ -168,10 +177,10 @@ def timeline_svg(pic: RunPicture) -> str:
             f'{_defs()}{axis}{"".join(parts)}</svg>')
 
 
-def _reruns(attempts: Sequence[Attempt], where: dict[int, float], scale: Scale) -> str:
+def _reruns(attempts: Sequence[AttemptSpan], where: dict[int, float], scale: Scale) -> str:
     """A dotted line from each attempt that did not finish to the next attempt of the same job."""
     out = []
-    last: dict[str, Attempt] = {}
+    last: dict[str, AttemptSpan] = {}
     for a in sorted(attempts, key=lambda a: a.start_at):
         before = last.get(a.job_key)
         last[a.job_key] = a
@@ -216,7 +225,7 @@ def _lane(lane: Lane, index: int, top: float, h: float, scale: Scale) -> str:
             f'<text class="lane-sub" data-market="{market}" x="8" y="{top + h / 2 + 11:.1f}">{sub}</text></g>')
 
 
-def _attempt(a: Attempt, scale: Scale, y: float) -> str:
+def _attempt(a: AttemptSpan, scale: Scale, y: float) -> str:
     x0 = scale.x(a.start_at)
     x1 = scale.x(a.end_at if a.end_at is not None else scale.t1)
     w = max(x1 - x0, 2.0)
@@ -239,28 +248,30 @@ def _mark(m: Mark, scale: Scale, top: float, h: float) -> str:
     title = f"<title>{esc(f'+{m.at - scale.t0:.1f} s: {m.text}')}</title>"
     kind = esc(m.kind)
     mid = top + h / 2
-    if m.kind in ("notice", "rebalance"):
-        return (f'<g class="mark" data-kind="{kind}">{title}<line x1="{x:.1f}" y1="{top + 1:.1f}" x2="{x:.1f}" '
-                f'y2="{top + h - 1:.1f}"/><path d="M{x - 5:.1f},{top + 1:.1f} L{x + 5:.1f},{top + 1:.1f} '
-                f'L{x:.1f},{top + 8:.1f} Z"/></g>')
-    if m.kind == "requeue":
-        return (f'<g class="mark" data-kind="requeue">{title}<circle cx="{x:.1f}" cy="{top + h - 6:.1f}" r="4.5"/>'
-                f'<path d="M{x - 2:.1f},{top + h - 6:.1f} L{x + 2.2:.1f},{top + h - 6:.1f} M{x + 0.5:.1f},'
-                f'{top + h - 8:.1f} L{x + 2.2:.1f},{top + h - 6:.1f} L{x + 0.5:.1f},{top + h - 4:.1f}"/></g>')
-    if m.kind == "node_created":
-        return (f'<g class="mark" data-kind="node_created">{title}<path d="M{x - 10:.1f},{mid - 7:.1f} '
-                f'L{x - 1:.1f},{mid:.1f} L{x - 10:.1f},{mid + 7:.1f} Z"/></g>')  # just before the lane starts
-    if m.kind == "node_released":
-        return (f'<g class="mark" data-kind="node_released">{title}<rect x="{x - 5:.1f}" y="{mid - 5:.1f}" '
-                f'width="10" height="10"/></g>')
-    if m.kind in ("node_interrupted", "agent_lost"):
-        return (f'<g class="mark" data-kind="{kind}">{title}<path d="M{x - 5:.1f},{mid - 5:.1f} '
-                f'L{x + 5:.1f},{mid + 5:.1f} M{x + 5:.1f},{mid - 5:.1f} L{x - 5:.1f},{mid + 5:.1f}"/></g>')
-    if m.kind == "drain_kill":
-        return ""  # drawn on the attempt it killed (hatched, with a cross at its end)
+    match m.record:
+        case TerminateNoticed() | RebalanceNoticed():
+            return (f'<g class="mark" data-kind="{kind}">{title}<line x1="{x:.1f}" y1="{top + 1:.1f}" x2="{x:.1f}" '
+                    f'y2="{top + h - 1:.1f}"/><path d="M{x - 5:.1f},{top + 1:.1f} L{x + 5:.1f},{top + 1:.1f} '
+                    f'L{x:.1f},{top + 8:.1f} Z"/></g>')
+        case JobRequeued():
+            return (f'<g class="mark" data-kind="requeue">{title}<circle cx="{x:.1f}" cy="{top + h - 6:.1f}" '
+                    f'r="4.5"/><path d="M{x - 2:.1f},{top + h - 6:.1f} L{x + 2.2:.1f},{top + h - 6:.1f} '
+                    f'M{x + 0.5:.1f},{top + h - 8:.1f} L{x + 2.2:.1f},{top + h - 6:.1f} L{x + 0.5:.1f},'
+                    f'{top + h - 4:.1f}"/></g>')
+        case NodesStarted():
+            return (f'<g class="mark" data-kind="node_created">{title}<path d="M{x - 10:.1f},{mid - 7:.1f} '
+                    f'L{x - 1:.1f},{mid:.1f} L{x - 10:.1f},{mid + 7:.1f} Z"/></g>')  # just before the lane starts
+        case NodeReleased():
+            return (f'<g class="mark" data-kind="node_released">{title}<rect x="{x - 5:.1f}" y="{mid - 5:.1f}" '
+                    f'width="10" height="10"/></g>')
+        case NodeInterrupted() | AgentGone():
+            return (f'<g class="mark" data-kind="{kind}">{title}<path d="M{x - 5:.1f},{mid - 5:.1f} '
+                    f'L{x + 5:.1f},{mid + 5:.1f} M{x + 5:.1f},{mid - 5:.1f} L{x - 5:.1f},{mid + 5:.1f}"/></g>')
+        case KilledForNotice():
+            return ""  # drawn on the attempt it killed (hatched, with a cross at its end)
     return (f'<g class="mark" data-kind="{kind}">{title}<circle cx="{x:.1f}" cy="{mid:.1f}" r="5"/>'
             f'<text x="{x:.1f}" y="{mid + 3.5:.1f}" text-anchor="middle">'
-            f'{"+" if m.kind == "node_requested" else "!"}</text></g>')
+            f'{"+" if isinstance(m.record, NodesRequested) else "!"}</text></g>')
 
 
 def _axis(scale: Scale, top: float, bottom: float) -> str:

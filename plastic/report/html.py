@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 
 from plastic.core.account.picture import ClusterRow, RunPicture
-from plastic.report_svg import (
+from plastic.core.elastic.model import NodeInterrupted, NodeReleased, NodesStarted
+from plastic.report.svg import (
     OUTCOME_TEXT,
     cost_svg,
     esc,
@@ -175,11 +176,10 @@ def _timeline_section(pic: RunPicture) -> str:
     text = (f"{len(pic.attempts)} attempt(s) of {r.tasks} task(s) on {len(pic.lanes)} agent(s) "
             f"({len(pic.lanes) - spot} on-demand, {spot} spot); hover a bar or a mark for details.")
     if pic.elastic:
-        counts = {k: sum(1 for m in pic.marks if m.kind == k) for k in ("node_created", "node_released",
-                                                                         "node_interrupted")}
-        said = [f"{n} node(s) {what}" for n, what in ((counts["node_created"], "created"),
-                                             (counts["node_released"], "released"),
-                                             (counts["node_interrupted"], "interrupted")) if n]
+        said = [f"{n} node(s) {what}" for n, what in (
+            (sum(1 for m in pic.marks if isinstance(m.record, cls)), what)
+            for cls, what in ((NodesStarted, "created"), (NodeReleased, "released"), (NodeInterrupted, "interrupted")))
+            if n]
         text += f" The cluster was elastic: {', '.join(said)} during the run."
     return (f'<section><h2>Task attempts per agent</h2><p class="sub">{esc(text)}</p>{_legend()}'
             f'{timeline_svg(pic)}</section>')
