@@ -10,6 +10,7 @@ import click
 
 from plastic.cli.inputs import refuse_option
 from plastic.cli.redis_opts import redis_options
+from plastic.core.book.notices import REBALANCE_MODES
 from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 
@@ -56,7 +57,7 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
               help="Elastic: at most this many live nodes (default: --max-agents on a local cluster).")
 @click.option("--idle-seconds", "idle_s", type=click.FloatRange(min=0.0, min_open=True),
               help=f"Elastic: release a node without work for this long (default: {DEFAULT_NODE_IDLE_S:g}).")
-@click.option("--budget-per-hour", type=click.FloatRange(min=0.0, min_open=True),
+@click.option("--budget-per-hour", "budget_usd_per_hour", type=click.FloatRange(min=0.0, min_open=True),
               help="Elastic: the live nodes never cost more than this many USD per hour.")
 @click.option("--budget-usd", type=click.FloatRange(min=0.0, min_open=True),
               help="Elastic: stop growing when the run's projected spend reaches this many USD.")
@@ -77,19 +78,16 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 @click.option("--executor", type=click.Choice(["plastic", "command"]), default="plastic", show_default=True,
               help="How agents run tasks: plastic's executor, one per agent running every task placed there, or "
                    "Mesos' command executor, one process per task (for agents without plastic installed).")
+@click.option("--rebalance", type=click.Choice(REBALANCE_MODES),
+              help="What a spot rebalance recommendation does to its agent: nothing (ignore), no new long tasks "
+                   "there (avoid-long, the default), or no new tasks and a drain (drain).")
 @click.option("--adopt-seconds", "adopt_s", type=click.FloatRange(min=0.0),
               help="With --resume: let a task of the killed run that is still running finish (its work kept) "
                    "when it is expected to within this many seconds; others are killed and run again "
                    "(0: kill them all; default: 300).")
-def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], outdir: Path, plan_path: Path | None,
-        master: str | None, mesos_credential: Path | None, redis_url: str | None, redis_ca: str | None,
-        report_path: Path | None, run_dir: Path | None,
-        catalog_path: str | None, max_agents: int, interrupt_rate: float | None, notice_seconds: float,
-        seed: int | None, run_id: str | None, quiet: bool, resume_dir: Path | None, static: bool,
-        max_nodes: int | None, idle_s: float | None, budget_per_hour: float | None, budget_usd: float | None,
-        boot_s: float | None, refuse_spot: str | None, provider: str, region: str | None, image_id: str | None,
-        subnet: str | None, key_name: str | None, instance_profile: str | None, agent_image: str | None,
-        executor: str, adopt_s: float | None) -> None:
+def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], quiet: bool, resume_dir: Path | None,
+        adopt_s: float | None, redis_url: str | None, redis_ca: str | None, provider: str,
+        **settings: object) -> None:
     """Plan, run WORKFLOW with JOB through Toil on plastic, print the outputs (JSON) and a report.
 
     After WORKFLOW [JOB]: the workflow's inputs as flags, as cwltool takes them (`--reads r.fq`; on top
@@ -98,94 +96,118 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], out
     from rich.console import Console
 
     from plastic.cli.redis_opts import redis_url as checked_url
+    from plastic.report.view import RichDisplay, failure, report_table
     from plastic.run.modes import make_private
     from plastic.run.request import RunRequest
     from plastic.run.runner import execute, resume
-    from plastic.run.view import RichDisplay, failure, report_table
 
     make_private()  # the run directory, the job store, Redis's files: this user's only (plastic.run.modes)
 
     refuse_option(workflow)
+    ec2_options = {name: settings.pop(name) for name in EC2_OPTIONS}
+    _check_run_options(workflow, toil_args, resume_dir, adopt_s, settings)
+    ec2 = _ec2_settings(provider, ec2_options, resume_dir, settings)
+    _check_credential(resume_dir, settings)
+    _check_elastic_options(resume_dir, ec2 is not None, settings)
+    take_sigint()
+    redis_url = checked_url(redis_url, redis_ca)
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        console = Console(stderr=True, width=160)  # a pipe or a file: no truncated columns
+    display = RichDisplay(console, quiet=quiet)
+    if resume_dir is not None:
+        if not resume_dir.is_dir():
+            raise click.UsageError(f"--resume: no such directory: {resume_dir}")
+        result = resume(resume_dir, redis_url, display,
+                        on_started=lambda rid, rdir: display.note(f"run {rid} resumed; files in {rdir}"),
+                        adopt_s=adopt_s)
+        _finish(result, console, report_table, failure)
+        return
+    assert workflow is not None
+    from plastic.cli.inputs import take_inputs
+    from plastic.store import new_run_id
+
+    run_id = str(settings.pop("run_id", None) or new_run_id())
+    line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
+    given = {name: value for name, value in settings.items() if value is not None}  # the rest: the defaults
+    request = RunRequest(workflow=workflow, job=line.job, toil_args=line.toil_args, run_id=run_id,
+                         redis_url=redis_url, ec2=ec2, **given)  # type: ignore[arg-type]
+    with line.refused_as_bad_input():
+        result = execute(request, display, on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))
+    _finish(result, console, report_table, failure)
+
+
+# The options of `plastic run` that are not settings of the run (RunRequest) by the same name
+EC2_OPTIONS = ("region", "image_id", "subnet", "key_name", "instance_profile", "agent_image")
+ELASTIC_OPTIONS = ("max_nodes", "idle_s", "budget_usd_per_hour", "budget_usd", "boot_s", "refuse_spot")
+
+
+def _flag(name: str) -> str:
+    return "--" + {"idle_s": "idle-seconds", "boot_s": "boot-seconds",
+                   "budget_usd_per_hour": "budget-per-hour"}.get(name, name.replace("_", "-"))
+
+
+def _check_run_options(workflow: Path | None, toil_args: tuple[str, ...], resume_dir: Path | None,
+                       adopt_s: float | None, settings: dict[str, object]) -> None:
     if resume_dir is not None and (workflow is not None or toil_args):
         raise click.UsageError("--resume RUN_DIR takes no WORKFLOW, JOB or Toil options (they come from the run)")
     if adopt_s is not None and resume_dir is None:
         raise click.UsageError("--adopt-seconds goes with --resume RUN_DIR")
     if resume_dir is None and workflow is None:
         raise click.UsageError("missing argument WORKFLOW (or --resume RUN_DIR)")
-    elastic_given = [name for name, value in (("--max-nodes", max_nodes), ("--idle-seconds", idle_s),
-                                              ("--budget-per-hour", budget_per_hour), ("--budget-usd", budget_usd),
-                                              ("--boot-seconds", boot_s), ("--refuse-spot", refuse_spot))
-                     if value is not None]
-    ec2_given = [name for name, value in (("--region", region), ("--image-id", image_id), ("--subnet", subnet),
-                                          ("--key-name", key_name), ("--instance-profile", instance_profile),
-                                          ("--agent-image", agent_image)) if value is not None]
-    ec2 = None
-    if provider == "ec2":
-        from plastic.run.ec2 import Ec2Settings
 
-        local_only = [name for name, value in (("--refuse-spot", refuse_spot), ("--interrupt-rate", interrupt_rate),
-                                               ("--seed", seed)) if value is not None]
-        if static or resume_dir is not None or not master or not image_id or local_only:
-            why = ("not with --static" if static else "not with --resume" if resume_dir is not None
-                   else "needs --master (the Mesos master the instances' agents join)" if not master
-                   else "needs --image-id" if not image_id else f"{', '.join(local_only)}: local cluster only")
-            raise click.UsageError(f"--provider ec2: {why}")
-        from plastic.aws.ec2_cloud import Aws
 
-        region = Aws.connect(region).region  # a bad region or no credentials: one line, before anything starts
-        ec2 = Ec2Settings(image_id=image_id, region=region, subnet=subnet, key_name=key_name,
-                          instance_profile=instance_profile, agent_image=agent_image or Ec2Settings.agent_image)
-    elif ec2_given:
-        raise click.UsageError(f"{', '.join(ec2_given)}: options of --provider ec2")
-    if mesos_credential is not None:
-        if not master or resume_dir is not None:
-            raise click.UsageError("--mesos-credential goes with --master (a resumed run keeps its own)")
-        from plastic.mesos.credential import check_credential, read_credential
+def _ec2_settings(provider: str, options: dict[str, object], resume_dir: Path | None,
+                  settings: dict[str, object]) -> object | None:
+    """--provider ec2's settings (its region checked now: no credentials is one line, before anything starts)."""
+    if provider != "ec2":
+        given = [_flag(name) for name, value in options.items() if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: options of --provider ec2")
+        return None
+    from plastic.run.ec2 import Ec2Settings
 
-        mesos_credential = mesos_credential.resolve()
-        # a bad file or a refused credential: one line now, before anything is created
-        check_credential(master, read_credential(mesos_credential), source=str(mesos_credential))
-    if elastic_given and static:
-        raise click.UsageError(f"{', '.join(elastic_given)}: elastic options, not with --static")
-    if elastic_given and master and ec2 is None:
-        raise click.UsageError(f"{', '.join(elastic_given)}: a cluster given with --master is static (plastic "
-                               f"creates nodes on its local cluster only)")
-    if elastic_given and resume_dir is not None:
-        raise click.UsageError(f"{', '.join(elastic_given)}: a resumed run keeps its own settings")
-    take_sigint()
-    redis_url = checked_url(redis_url, redis_ca)
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        console = Console(stderr=True, width=160)  # a pipe or a file: no truncated columns
-    console_ = console
-    if resume_dir is not None:
-        if not resume_dir.is_dir():
-            raise click.UsageError(f"--resume: no such directory: {resume_dir}")
-        display = RichDisplay(console_, quiet=quiet)
-        result = resume(resume_dir, redis_url, display,
-                        on_started=lambda rid, rdir: display.note(f"run {rid} resumed; files in {rdir}"),
-                        adopt_s=adopt_s)
-        _finish(result, console_, report_table, failure)
+    local_only = [_flag(name) for name in ("refuse_spot", "interrupt_rate", "seed") if settings.get(name) is not None]
+    static, master, image_id = settings.get("static"), settings.get("master"), options.get("image_id")
+    if static or resume_dir is not None or not master or not image_id or local_only:
+        why = ("not with --static" if static else "not with --resume" if resume_dir is not None
+               else "needs --master (the Mesos master the instances' agents join)" if not master
+               else "needs --image-id" if not image_id else f"{', '.join(local_only)}: local cluster only")
+        raise click.UsageError(f"--provider ec2: {why}")
+    from plastic.aws.ec2_cloud import Aws
+
+    region = Aws.connect(options.get("region")).region  # type: ignore[arg-type]
+    return Ec2Settings(image_id=str(image_id), region=region, subnet=options.get("subnet"),  # type: ignore[arg-type]
+                       key_name=options.get("key_name"), instance_profile=options.get("instance_profile"),  # type: ignore[arg-type]
+                       agent_image=options.get("agent_image") or Ec2Settings.agent_image)  # type: ignore[arg-type]
+
+
+def _check_credential(resume_dir: Path | None, settings: dict[str, object]) -> None:
+    """--mesos-credential, made absolute and checked against the master now (one line, nothing created)."""
+    credential = settings.get("mesos_credential")
+    if credential is None:
         return
-    assert workflow is not None
-    from plastic.cli.inputs import take_inputs
-    from plastic.store import new_run_id
+    master = settings.get("master")
+    if not master or resume_dir is not None:
+        raise click.UsageError("--mesos-credential goes with --master (a resumed run keeps its own)")
+    from plastic.mesos.credential import check_credential, read_credential
 
-    run_id = run_id or new_run_id()
-    line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
-    job, toil_args = line.job, line.toil_args
-    request = RunRequest(workflow=workflow, job=job, outdir=outdir, plan_path=plan_path, master=master,
-                         redis_url=redis_url, report_path=report_path, run_dir=run_dir, catalog_path=catalog_path,
-                         max_agents=max_agents, interrupt_rate=interrupt_rate, notice_seconds=notice_seconds,
-                         seed=seed, toil_args=toil_args, run_id=run_id, static=static, max_nodes=max_nodes,
-                         idle_s=DEFAULT_NODE_IDLE_S if idle_s is None else idle_s, budget_usd_per_hour=budget_per_hour,
-                         budget_usd=budget_usd, boot_s=boot_s or 0.0, refuse_spot=refuse_spot or "", ec2=ec2,
-                         mesos_credential=mesos_credential, executor=executor)
-    display = RichDisplay(console, quiet=quiet)
-    with line.refused_as_bad_input():
-        result = execute(request, display,
-                         on_started=lambda rid, rdir: display.note(f"run {rid}; files in {rdir}"))
-    _finish(result, console, report_table, failure)
+    credential = Path(str(credential)).resolve()
+    settings["mesos_credential"] = credential
+    check_credential(str(master), read_credential(credential), source=str(credential))
+
+
+def _check_elastic_options(resume_dir: Path | None, on_ec2: bool, settings: dict[str, object]) -> None:
+    given = [_flag(name) for name in ELASTIC_OPTIONS if settings.get(name) is not None]
+    if not given:
+        return
+    if settings.get("static"):
+        raise click.UsageError(f"{', '.join(given)}: elastic options, not with --static")
+    if settings.get("master") and not on_ec2:
+        raise click.UsageError(f"{', '.join(given)}: a cluster given with --master is static (plastic "
+                               f"creates nodes on its local cluster only)")
+    if resume_dir is not None:
+        raise click.UsageError(f"{', '.join(given)}: a resumed run keeps its own settings")
 
 
 def take_sigint() -> None:

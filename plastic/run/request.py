@@ -1,9 +1,17 @@
-"""What `plastic run` is asked to do (RunRequest), what it answers (RunResult), and what shows the run
-while it works (Display): shared by the runner, the local cluster it starts, and the CLI's view."""
+"""What `plastic run` is asked to do (RunRequest: the run's settings, with their defaults), what it
+answers (RunResult), and what shows the run while it works (Display): shared by the runner, the local
+cluster it starts, and the CLI's view.
+
+The settings are kept in the run directory's run.json by one pair of functions, `settings_json` and
+`request_from_json`, so a resumed run has every setting of the first (a field added to RunRequest is
+saved and read back with nothing else to change; fields marked ``kept=False`` are not kept).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,16 +25,19 @@ from plastic.run.ec2 import Ec2Settings
 log = logging.getLogger(__name__)
 
 
+_NOT_KEPT = {"kept": False}  # a setting of this invocation only, not kept in run.json
+
+
 @dataclass
 class RunRequest:
     workflow: Path
     job: Path | None
     outdir: Path
-    plan_path: Path | None = None
+    plan_path: Path | None = field(default=None, metadata=_NOT_KEPT)  # the run directory keeps plan.json
     master: str | None = None
-    redis_url: str | None = None
+    redis_url: str | None = field(default=None, metadata=_NOT_KEPT)  # kept without its password (below)
     report_path: Path | None = None
-    run_dir: Path | None = None
+    run_dir: Path | None = field(default=None, metadata=_NOT_KEPT)  # where run.json is
     run_id: str | None = None
     catalog_path: str | None = None
     max_agents: int = 8
@@ -44,13 +55,19 @@ class RunRequest:
     ec2: Ec2Settings | None = None  # --provider ec2: nodes are EC2 instances joining --master
     mesos_credential: Path | None = None  # --master authenticates frameworks: the credential's file
     executor: str = "plastic"  # plastic's executor (one per agent) or "command" (Mesos' command executor)
+    rebalance: str | None = None  # EC2 rebalance recommendations: ignore | avoid-long | drain (None: avoid-long)
 
     @property
     def elastic(self) -> bool:
         """Elastic on a local cluster plastic starts, or on EC2 (a given --master needs a provider)."""
         return not self.static and (not self.master or self.ec2 is not None)
 
-    def elastic_args(self, run_dir: Path, master: str) -> list[str]:
+    def batch_args(self, run_dir: Path, master: str) -> list[str]:
+        """The batch system's options these settings give (plastic.framework.toil_options)."""
+        rebalance = ["--plasticRebalance", self.rebalance] if self.rebalance else []
+        return [*rebalance, *self._elastic_args(run_dir, master)]
+
+    def _elastic_args(self, run_dir: Path, master: str) -> list[str]:
         """The batch system's options for the elastic provisioner (plastic.framework.elastic_options)."""
         if not self.elastic:
             return []
@@ -69,6 +86,47 @@ class RunRequest:
         if self.budget_usd is not None:
             args += ["--plasticBudgetUsd", f"{self.budget_usd:g}"]
         return args
+
+
+_PATHS = {"workflow", "job", "outdir", "report_path", "mesos_credential"}  # kept absolute
+_BEFORE_STATIC = {"static": True}  # run.json of before the elastic default: the plan's cluster, fixed
+
+
+def settings_json(request: RunRequest, *, redis_url: str | None, started_at: float) -> dict[str, object]:
+    """The run's settings as run.json keeps them (``redis_url``: the URL without its password)."""
+    doc: dict[str, object] = {"run_id": request.run_id, "redis_url": redis_url, "started_at": started_at}
+    for f in dataclasses.fields(RunRequest):
+        if not f.metadata.get("kept", True) or f.name == "run_id":
+            continue
+        value = getattr(request, f.name)
+        if f.name in _PATHS and value is not None:
+            value = str(Path(value).resolve())
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, Ec2Settings):
+            value = dataclasses.asdict(value)
+        doc[f.name] = value
+    return doc
+
+
+def request_from_json(doc: Mapping[str, object], *, run_dir: Path, redis_url: str | None) -> RunRequest:
+    """The settings run.json keeps, back as the request (a setting it lacks: its default)."""
+    given: dict[str, object] = {"run_dir": run_dir, "redis_url": redis_url}
+    for f in dataclasses.fields(RunRequest):
+        if not f.metadata.get("kept", True):
+            continue
+        value = doc.get(f.name, _BEFORE_STATIC.get(f.name, dataclasses.MISSING))
+        if value is dataclasses.MISSING or (value is None and f.default is not None
+                                            and f.default is not dataclasses.MISSING):
+            continue  # the field's default
+        if f.name in _PATHS and value is not None:
+            value = Path(str(value))
+        elif f.name == "toil_args":
+            value = tuple(str(a) for a in value or ())  # type: ignore[attr-defined]
+        elif f.name == "ec2" and value is not None:
+            value = Ec2Settings(**value)  # type: ignore[arg-type]
+        given[f.name] = value
+    return RunRequest(**given)  # type: ignore[arg-type]
 
 
 @dataclass

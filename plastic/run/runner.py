@@ -30,6 +30,7 @@ parent-death signal if `plastic run` itself is killed).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -38,7 +39,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +49,7 @@ from plastic.core.account.report import AgentSpan, KnownAgent, RunTally, price_a
 from plastic.core.book.lifecycle import RunState
 from plastic.core.book.recovery import RESUMABLE, record_again, toil_start
 from plastic.core.book.run_end import run_end
-from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.core.elastic.controller import reliable_floor
-from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 from plastic.core.errors import InputError, PlanningError, RunFailedError
 from plastic.core.planning.plan import Plan, plan_from_json
 from plastic.fileio import write_atomically
@@ -59,7 +59,7 @@ from plastic.run.disk import DiskWatch, write_unless_full
 from plastic.run.events import EventFollower
 from plastic.run.local_run_cluster import follow_new_agents, start_cluster
 from plastic.run.modes import private_dir, share_outputs, shared_dir
-from plastic.run.request import Display, RunRequest, RunResult
+from plastic.run.request import Display, RunRequest, RunResult, request_from_json, settings_json
 from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
 from plastic.run.run_redis import RunRedis, password_needed
 from plastic.run.toil_command import (
@@ -180,19 +180,10 @@ def execute(request: RunRequest, display: Display | None = None,
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
         write_atomically(run_dir / "plan.json", json.dumps(plan_to_json(plan), indent=2) + "\n")
-        write_atomically(run_dir / RUN_FILE, json.dumps({
-            "run_id": run_id, "workflow": str(request.workflow.resolve()),
-            "job": None if request.job is None else str(request.job.resolve()), "outdir": str(request.outdir.resolve()),
-            "master": request.master,
-            "mesos_credential": None if request.mesos_credential is None else str(request.mesos_credential),
-            "redis_url": redact(external), "started_at": time.time(),  # without its password: a resume asks again
-            "report_path": None if request.report_path is None else str(request.report_path.resolve()),
-            "catalog_path": request.catalog_path, "max_agents": request.max_agents,
-            "interrupt_rate": request.interrupt_rate, "notice_seconds": request.notice_seconds, "seed": request.seed,
-            "toil_args": list(request.toil_args), "static": request.static, "max_nodes": request.max_nodes,
-            "idle_s": request.idle_s, "budget_usd_per_hour": request.budget_usd_per_hour,
-            "budget_usd": request.budget_usd, "boot_s": request.boot_s, "refuse_spot": request.refuse_spot},
-            indent=2) + "\n")
+        # without the Redis URL's password: a resume asks again
+        settings = settings_json(dataclasses.replace(request, run_id=run_id), redis_url=redact(external),
+                                 started_at=time.time())
+        write_atomically(run_dir / RUN_FILE, json.dumps(settings, indent=2) + "\n")
         if redis is None:
             redis = RunRedis.open(None, run_dir)
             cleanups.append(redis.close)
@@ -218,121 +209,153 @@ def _run_fields(request: RunRequest, run_dir: Path, plan: Plan) -> dict[str, Any
             "plan_usd_per_hour": plan.usd_per_hour, "pid": os.getpid()}
 
 
+def _toil_invocation(request: RunRequest, lowered: Any, run_dir: Path, run_id: str, redis_url: str, master: str, *,
+                     restart: bool, adopt_s: float | None) -> Any:
+    """The Toil leader's command line and environment for this run."""
+    extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}", *request.batch_args(run_dir, master)]
+    if request.mesos_credential is not None:  # the file's path: the secret stays in it
+        extra += ["--plasticCredential", str(request.mesos_credential)]
+    if restart:
+        extra.append("--restart")
+        if adopt_s is not None:
+            extra += ["--plasticAdoptSeconds", f"{adopt_s:g}"]
+    return build_invocation(workflow=Path(lowered.workflow_path), job=request.job and request.job.resolve(),
+                            outdir=request.outdir.resolve(), run_dir=run_dir, master=master,
+                            redis_url=redis_url, run_id=run_id, policy_path=Path(lowered.policy_path),
+                            policy=lowered.policy, extra=(*extra, *request.toil_args), executor=request.executor)
+
+
+@dataclass
+class _Watch:
+    """What follows the leader while it runs: the run's events (folded into the report's tally and the
+    progress display), the disk, Redis and the local cluster's lease."""
+
+    follower: EventFollower
+    tally: RunTally
+    progress: Progress
+    disk: DiskWatch
+    redis: RunRedis
+    lease: Any
+    display: Display
+
+    def events(self, evs: Iterable[Any]) -> None:
+        for ev in evs:
+            self.tally.add(ev)
+            self.progress.apply(ev)
+        self.display.update(self.progress)
+
+
+def _follow_leader(proc: subprocess.Popen, watch: _Watch, run_id: str) -> tuple[bytes, bool, bool]:
+    """Until the leader ends (or the disk fills, or Ctrl-C): its standard output, cancelled, out of space."""
+    cancelled = out_of_space = False
+    out_chunks: list[bytes] = []
+    try:
+        reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        while proc.poll() is None:
+            if watch.disk.low():  # stop before the job store's writes fail
+                out_of_space = True
+                watch.display.note(watch.disk.message(run_id))
+                stop_process(proc, STOP_GRACE_S)
+                break
+            watch.redis.keep_alive()
+            if watch.lease is not None:
+                watch.lease.touch_lease()
+                follow_new_agents(watch.lease)
+            watch.events(watch.follower.poll(block_ms=int(POLL_S * 1000)))
+        reader.join(10)
+    except KeyboardInterrupt:
+        cancelled = True
+        stop_process(proc, STOP_GRACE_S)
+        out_chunks = []
+    finally:
+        watch.events(watch.follower.drain(wait_s=REDIS_WAIT_S if watch.redis.server is None else 10.0))
+        watch.display.stop()
+    return b"".join(out_chunks), cancelled, out_of_space
+
+
+def _outputs(stdout: bytes, request: RunRequest, run_dir: Path, notes: list[str]) -> dict[str, Any] | None:
+    """The workflow's outputs (the leader's JSON), kept in the run directory, shared in --outdir."""
+    remove_leader_tmp(run_dir)
+    try:
+        outputs = json.loads(stdout.decode("utf-8") or "null")
+    except ValueError:
+        return None
+    if outputs is not None:
+        write_unless_full(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n", notes)
+        share_outputs(outputs, request.outdir)
+    return outputs
+
+
+def _record_end(redis: RunRedis, run_id: str, end: Any, rc: int | None, report: Any, disk: DiskWatch) -> None:
+    """The run's end in Redis: its final state, or RUNNING with why it stopped (for --resume)."""
+    store = redis.store
+    if end.state is RunState.RUNNING:  # stopped for want of space: left RUNNING for --resume
+        try:  # informative only, and Redis may itself be unable to write on the full disk: one try
+            redis.when_answering(lambda: store.set_run_fields(run_id, {"stopped": disk.message()}), run_id,
+                                 wait_s=0.0)
+        except RunFailedError as error:
+            log.warning("%s", error)
+    else:
+        redis.when_answering(lambda: store.transition_run(run_id, end.state, fields={
+            "exit_code": rc, "makespan_s": report.makespan_s, "cost_usd": report.cost_usd}), run_id)
+
+
 def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_id: str, redis: RunRedis, master: str,
               local_agents: list[Any], lease: Any, notes: list[str], display: Display,
               on_started: Callable[[str, Path], None] | None, *, restart: bool,
               adopt_s: float | None = None, started_at: float | None = None) -> RunResult:
     """Toil's leader (fresh, or --restart on the run's job store) until it ends; outputs, report, run state."""
-    store, redis_url = redis.store, redis.url
     for text in notes:
         display.note(text)
     cleanups: list[Callable[[], None]] = []
     try:
         shared_dir(request.outdir)  # the user's results: their umask's modes (plastic.run.modes)
-        extra = ["--plasticFailoverTimeout", f"{FAILOVER_S:g}", *request.elastic_args(run_dir, master)]
-        if request.mesos_credential is not None:  # the file's path: the secret stays in it
-            extra += ["--plasticCredential", str(request.mesos_credential)]
-        if restart:
-            extra.append("--restart")
-            if adopt_s is not None:
-                extra += ["--plasticAdoptSeconds", f"{adopt_s:g}"]
-        inv = build_invocation(workflow=Path(lowered.workflow_path), job=request.job and request.job.resolve(),
-                               outdir=request.outdir.resolve(), run_dir=run_dir, master=master,
-                               redis_url=redis_url, run_id=run_id, policy_path=Path(lowered.policy_path),
-                               policy=lowered.policy, extra=(*extra, *request.toil_args),
-                               executor=request.executor)
+        inv = _toil_invocation(request, lowered, run_dir, run_id, redis.url, master, restart=restart, adopt_s=adopt_s)
         notes.extend(inv.notes)
         for text in inv.notes:
             display.note(text)
         if request.ec2 is not None and request.elastic:
             from plastic.run import ec2
 
-            cleanups.append(ec2.start(request.ec2, run_id, run_dir, redis_url, display.note))
+            cleanups.append(ec2.start(request.ec2, run_id, run_dir, redis.url, display.note))
         if on_started is not None:
             on_started(run_id, run_dir)
         started = time.time() if started_at is None else started_at  # a resume reports the whole run
-        progress = Progress({a.id: a.cluster for a in local_agents})
-        follower = EventFollower(store, run_id)
-        disk = DiskWatch(run_dir)
-        if disk.low(now=True):
-            raise disk.error(run_id)
-        tally = RunTally()  # the report's figures, folded as the events come: no list of them is kept
-        log_path = run_dir / "toil.log"
-        with open(log_path, "ab") as toil_log:
+        # the report's figures are folded as the events come: no list of them is kept
+        watch = _Watch(EventFollower(redis.store, run_id), RunTally(), Progress({a.id: a.cluster for a in local_agents}),
+                       DiskWatch(run_dir), redis, lease, display)
+        if watch.disk.low(now=True):
+            raise watch.disk.error(run_id)
+        with open(run_dir / "toil.log", "ab") as toil_log:
             proc = subprocess.Popen(inv.argv, env=inv.env, stdout=subprocess.PIPE, stderr=toil_log,
                                     stdin=subprocess.DEVNULL, cwd=run_dir,
                                     preexec_fn=die_with_parent(signal.SIGKILL))  # noqa: PLW1509
             cleanups.append(lambda: stop_process(proc, STOP_GRACE_S))
-            display.start(progress, len(plan.tasks))
-            cancelled = out_of_space = False
-            try:
-                out_chunks: list[bytes] = []
-                reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
-                reader.start()
-                while proc.poll() is None:
-                    if disk.low():  # stop before the job store's writes fail
-                        out_of_space = True
-                        display.note(disk.message(run_id))
-                        stop_process(proc, STOP_GRACE_S)
-                        break
-                    redis.keep_alive()
-                    if lease is not None:
-                        lease.touch_lease()
-                        follow_new_agents(lease)
-                    for ev in follower.poll(block_ms=int(POLL_S * 1000)):
-                        tally.add(ev)
-                        progress.apply(ev)
-                    display.update(progress)
-                reader.join(10)
-            except KeyboardInterrupt:
-                cancelled = True
-                stop_process(proc, STOP_GRACE_S)
-                out_chunks = []
-            finally:
-                for ev in follower.drain(wait_s=REDIS_WAIT_S if redis.server is None else 10.0):
-                    tally.add(ev)
-                    progress.apply(ev)
-                display.update(progress)
-                display.stop()
-        if follower.note():
-            notes.append(str(follower.note()))
+            display.start(watch.progress, len(plan.tasks))
+            stdout, cancelled, out_of_space = _follow_leader(proc, watch, run_id)
+        if watch.follower.note():
+            notes.append(str(watch.follower.note()))
         if redis.restarts:
             notes.append(f"the run's embedded Redis died and was started again {redis.restarts} time(s)")
         ended = time.time()
         rc = proc.returncode
-        out_of_space = out_of_space or (rc != 0 and not cancelled and disk.low(now=True))
+        out_of_space = out_of_space or (rc != 0 and not cancelled and watch.disk.low(now=True))
         if out_of_space:
-            notes.append(disk.message(run_id))
-        outputs = None
-        if not cancelled and rc == 0:
-            remove_leader_tmp(run_dir)
-            try:
-                outputs = json.loads(b"".join(out_chunks).decode("utf-8") or "null")
-            except ValueError:
-                outputs = None
-            if outputs is not None:
-                write_unless_full(run_dir / "outputs.json", json.dumps(outputs, indent=2) + "\n", notes)
-                share_outputs(outputs, request.outdir)
+            notes.append(watch.disk.message(run_id))
+        outputs = _outputs(stdout, request, run_dir, notes) if not cancelled and rc == 0 else None
         end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
-        report = tally.report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
-                              started_at=started, ended_at=ended,
-                              agents=agent_spans(plan, request.catalog_path, local_agents, tally.kept_events),
-                              notes=notes)
+        report = watch.tally.report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
+                                    started_at=started, ended_at=ended, notes=notes,
+                                    agents=agent_spans(plan, request.catalog_path, local_agents,
+                                                       watch.tally.kept_events))
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_unless_full(run_dir / "report.json", text, notes)
         if request.report_path is not None:
             write_atomically(request.report_path, text)
-        if end.state is RunState.RUNNING:  # stopped for want of space: left RUNNING for --resume
-            try:  # informative only, and Redis may itself be unable to write on the full disk: one try
-                redis.when_answering(lambda: store.set_run_fields(run_id, {"stopped": disk.message()}), run_id,
-                                     wait_s=0.0)
-            except RunFailedError as error:
-                log.warning("%s", error)
-        else:
-            redis.when_answering(lambda: store.transition_run(run_id, end.state, fields={
-                "exit_code": rc, "makespan_s": report.makespan_s, "cost_usd": report.cost_usd}), run_id)
+        _record_end(redis, run_id, end, rc, report, watch.disk)
         return RunResult(run_id, run_dir, end.exit_code, outputs, report, notes,
-                         stopped=disk.message(run_id) if out_of_space else None)
+                         stopped=watch.disk.message(run_id) if out_of_space else None)
     finally:
         _stop_all(cleanups)
 
@@ -363,18 +386,7 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
         run_id = str(saved["run_id"])
     except (OSError, ValueError, KeyError):
         raise InputError(f"not the directory of a plastic run (no readable {RUN_FILE})", source=str(run_dir)) from None
-    request = RunRequest(workflow=Path(saved["workflow"]), job=Path(saved["job"]) if saved.get("job") else None,
-                         outdir=Path(saved["outdir"]), master=saved.get("master"),
-                         redis_url=_run_redis(redis_url, saved.get("redis_url"), run_dir),
-                         report_path=Path(saved["report_path"]) if saved.get("report_path") else None,
-                         run_dir=run_dir, run_id=run_id, catalog_path=saved.get("catalog_path"),
-                         max_agents=int(saved.get("max_agents") or 8), interrupt_rate=saved.get("interrupt_rate"),
-                         notice_seconds=float(saved.get("notice_seconds") or INTERRUPTION_NOTICE_S), seed=saved.get("seed"),
-                         toil_args=tuple(saved.get("toil_args") or ()), static=bool(saved.get("static", True)),
-                         max_nodes=saved.get("max_nodes"), idle_s=float(saved.get("idle_s") or DEFAULT_NODE_IDLE_S),
-                         budget_usd_per_hour=saved.get("budget_usd_per_hour"), budget_usd=saved.get("budget_usd"),
-                         boot_s=float(saved.get("boot_s") or 0.0), refuse_spot=str(saved.get("refuse_spot") or ""),
-                         mesos_credential=Path(saved["mesos_credential"]) if saved.get("mesos_credential") else None)
+    request = request_from_json(saved, run_dir=run_dir, redis_url=_run_redis(redis_url, saved.get("redis_url"), run_dir))
     if request.master and request.mesos_credential is not None:
         check_credential(request.master, read_credential(request.mesos_credential),
                          source=str(request.mesos_credential))

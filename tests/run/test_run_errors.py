@@ -150,3 +150,13 @@ def test_provider_ec2_needs_its_options_and_refuses_local_ones(tmp_path):
                                                                              "--provider ec2"))):
         assert_one_line_error(plastic(*base, *extra, cwd=tmp_path), *words)
         assert not (tmp_path / "r").exists()
+
+
+def test_elastic_options_and_their_conflicts_are_one_line(tmp_path):
+    base = ("run", SG / "scatter-gather.cwl", SG / "job.yml", "--run-dir", tmp_path / "r")
+    for extra, words in ((("--max-nodes", "3", "--static"), ("--max-nodes", "elastic options", "--static")),
+                         (("--idle-seconds", "5", "--budget-per-hour", "1", "--master", "http://127.0.0.1:9"),
+                          ("--idle-seconds", "--budget-per-hour", "--master", "static")),
+                         (("--rebalance", "sometimes"), ("--rebalance", "sometimes"))):
+        assert_one_line_error(plastic(*base, *extra, cwd=tmp_path), *words)
+        assert not (tmp_path / "r").exists()
