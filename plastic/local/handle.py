@@ -48,9 +48,7 @@ Defaults are those of a real master except where tests need speed: pass
 
 from __future__ import annotations
 
-import logging
 import os
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -63,11 +61,9 @@ from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.core.errors import PlasticError
 from plastic.local import supervisor as sup
 from plastic.local.config import ClusterSpec, coerce_spec
+from plastic.local.master_process import end_master, serving_state, start_master, stop_child
 
 __all__ = ["LocalAgent", "LocalCluster", "LocalClusterError"]
-
-log = logging.getLogger(__name__)
-
 
 class LocalClusterError(PlasticError):
     """The local cluster refused a control call, or does not answer."""
@@ -132,22 +128,11 @@ class LocalCluster:
         """Take over a cluster already serving from `workdir` (started by another process, e.g. a
         `plastic run` that was killed).  Raises RuntimeError when none answers there."""
         wd = Path(workdir)
-        doc = sup.read_state(wd / sup.STATE_FILE)
-        if doc is None or not sup.pid_alive(int(doc.get("pid") or 0)):
-            raise RuntimeError(f"no local cluster runs from {wd}")
-        try:
-            if httpx.get(doc["master_url"] + "/version", timeout=timeout).status_code != 200:
-                raise RuntimeError(f"the local cluster at {doc['master_url']} does not answer")
-        except httpx.HTTPError as exc:
-            raise RuntimeError(f"the local cluster at {doc['master_url']} does not answer ({exc})") from None
+        doc = serving_state(wd, timeout=timeout)
         spec = ClusterSpec.from_json((wd / "spec.json").read_text())
         self = cls(spec, workdir=wd, lease_file=lease_file, lease_s=lease_s)
         self._attached = True
-        self.pid = int(doc["pid"])
-        self.master_url = doc["master_url"]
-        self.port = int(doc["port"])
-        self.cluster_id = doc["cluster_id"]
-        self.agents = [_agent_info(a) for a in doc["agents"]]
+        self._take(doc)
         if self.lease_file is not None:
             self.touch_lease()
         return self
@@ -207,37 +192,12 @@ class LocalCluster:
 
     def _spawn(self, *, port: int) -> None:
         """Start a serving child (one master incarnation) and take its address and agents."""
-        assert self.workdir is not None
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        spec_file = self.workdir / "spec.json"
-        spec_file.write_text(self.spec.to_json())
-        state_file = self.workdir / sup.STATE_FILE
-        # Each incarnation needs its own master id (agent and framework ids derive from it): with a seed,
-        # the n-th restart runs with seed + n.
-        seed = None if self.seed is None else self.seed + self.master_restarts
-        args = sup.serve_args(source_flag="--spec", source=str(spec_file), port=port, workdir=str(self.workdir),
-                              state_file=str(state_file), heartbeat=self.heartbeat_s,
-                              ping_timeout=self.agent_ping_timeout_s, interrupt_rate=self.interrupt_rate,
-                              notice=self.interrupt_notice_s, seed=seed,
-                              update_retry=self.update_retry_s, kill_grace=self.kill_grace_s,
-                              replace_after=self.replace_after_s,
-                              parent_pid=None if self.lease_file is not None else os.getpid(),
-                              remove_workdir=self._tmp is not None, verbose=self.verbose,
-                              lease_file=None if self.lease_file is None else str(self.lease_file),
-                              lease_s=self.lease_s, boot=self.boot_s, refuse_spot=self.refuse_spot,
-                              credentials=self.credentials_file)
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            try:
-                self._proc, doc = sup.spawn(args, state_file=state_file, log_file=self.workdir / "cluster.log",
-                                            timeout=max(1.0, deadline - time.monotonic()))
-                break
-            except RuntimeError as exc:
-                # The same port again (restart_master): another process may hold it for a moment.
-                if port == 0 or "Address already in use" not in str(exc) or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.1)
-        self.pid = self._proc.pid
+        self._proc, doc = start_master(self, port=port, remove_workdir=self._tmp is not None)
+        self._take(doc)
+
+    def _take(self, doc: dict[str, Any]) -> None:
+        """Take a serving master's pid, address, cluster id and agents from its state document."""
+        self.pid = int(doc["pid"])
         self.master_url = doc["master_url"]
         self.port = int(doc["port"])
         self.cluster_id = doc["cluster_id"]
@@ -267,20 +227,7 @@ class LocalCluster:
         keep = self.workdir / sup.KEEP_WORKDIR
         keep.touch()  # a throw-away workdir outlives this master
         try:
-            if graceful:
-                sup.terminate(proc.pid, cluster_id, timeout=10.0)
-            else:
-                sup.kill_hard(proc.pid)
-                try:
-                    proc.wait(timeout=10.0)
-                except subprocess.TimeoutExpired:
-                    log.warning("the local master (pid %d) is still there after SIGKILL", proc.pid)
-                if cluster_id:
-                    sup.sweep(cluster_id)  # its tasks: the agents died with the master
-            try:
-                proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                log.warning("the local master (pid %d) did not exit", proc.pid)
+            end_master(proc, cluster_id, graceful=graceful)
         finally:
             self._proc = None
             keep.unlink(missing_ok=True)
@@ -302,11 +249,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Stop the cluster and every process it started (idempotent)."""
         if self._proc is not None:
-            sup.terminate(self._proc.pid, self.cluster_id, timeout=10.0)
-            try:
-                self._proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                log.warning("the local cluster (pid %d) is still there after SIGKILL", self._proc.pid)
+            stop_child(self._proc, self.cluster_id)
             self._proc = None
         if self._attached and self.pid is not None:
             sup.terminate(self.pid, self.cluster_id, timeout=10.0, master_url=self.master_url)

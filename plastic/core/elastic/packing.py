@@ -31,15 +31,10 @@ from plastic.core.model import (
     TaskSpec,
     type_allowed,
 )
+from plastic.core.planning.choosers import bottleneck_values, lookahead_chooser, seeds_chooser, seeds_order
 from plastic.core.planning.lower_bound import lower_bound
 from plastic.core.planning.packing import PackedNode, ShapeMenu, pack
-from plastic.core.planning.planner import (
-    bottleneck_values,
-    lookahead_chooser,
-    right_size,
-    seeds_chooser,
-    seeds_order,
-)
+from plastic.core.planning.planner import right_size
 
 # The Spot Instance Advisor's bands (frequency of interruption over a month), as a risk: the band's
 # middle (the last band, ">20%", at 25%).  A spot shape is compared at price x (1 + weight x risk).

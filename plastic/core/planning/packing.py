@@ -272,6 +272,13 @@ class ShapeMenu:
         return node.shape
 
 
+Shapes = Sequence[NodeShape] | ShapeMenu  # a menu, or the shapes to make one of
+
+
+def menu_of(shapes: Shapes) -> ShapeMenu:
+    return shapes if isinstance(shapes, ShapeMenu) else ShapeMenu(shapes)
+
+
 def pack(
     ordered: Sequence[TaskSpec],
     shapes: Sequence[NodeShape],

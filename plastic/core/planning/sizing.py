@@ -30,6 +30,7 @@ from plastic.core.model import (
     Workload,
     node_shapes,
 )
+from plastic.core.planning.choosers import bottleneck_values, dual_values, lookahead_chooser, value_order
 from plastic.core.planning.lower_bound import lower_bound
 from plastic.core.planning.packing import (
     PackedNode,
@@ -41,15 +42,11 @@ from plastic.core.planning.packing import (
 from plastic.core.planning.plan import Plan, PlannedNode, PlanOptions, cluster_names
 from plastic.core.planning.planner import (
     RunEach,
-    bottleneck_values,
     check_placeable,
-    dual_values,
     ensure_reliable_capacity,
-    lookahead_chooser,
     one_by_one,
     solve,
     sort_nodes,
-    value_order,
 )
 from plastic.core.planning.waves import Waves, find_waves
 

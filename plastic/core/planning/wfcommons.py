@@ -14,7 +14,8 @@ Two layouts are read, whatever the declared schema version:
   task's identifier (parents and children refer to it), `cores` stands for
   `coreCount`, and an optional `category` names the task's kind.
 
-The graph work (cycle check and depths) is Kahn's algorithm, iterative and
+Reading the two layouts is wfcommons_layouts.py; here, the graph, the numbers and the
+preemption policy.  The graph work (cycle check and depths) is Kahn's algorithm, iterative and
 O(V + E), so traces of tens of thousands of tasks load in milliseconds.
 """
 
@@ -31,45 +32,16 @@ from typing import Any
 from plastic.core.describe import show, type_name
 from plastic.core.errors import TraceError
 from plastic.core.model import PREEMPTIBLE, RELIABLE, TaskSpec, Workload
+from plastic.core.planning.wfcommons_layouts import TraceTasks, read_document
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_SCHEMA_VERSIONS: tuple[str, ...] = ("1.4", "1.5", "1.6")
 PREEMPT_MODES: tuple[str, ...] = ("infer", "all", "none")
 
 _MIB = 1 << 20
 _LIMIT = 1e300  # numbers at or above this are refused (and could not be converted to float safely)
 # `blastall_ID000002`, `cpuhog_forkjoin_00000001`, `task_12` -> the part before the suffix.
 _INSTANCE_SUFFIX = re.compile(r"_(?:ID)?[0-9]+$")
-
-
-def _schema_version(doc: Mapping[str, Any], *, source: str) -> str:
-    if "schemaVersion" not in doc:
-        raise TraceError("missing: not a WfCommons trace", source=source, field="schemaVersion")
-    raw = doc["schemaVersion"]
-    if isinstance(raw, str):
-        version = raw.strip()
-    elif isinstance(raw, int | float) and not isinstance(raw, bool):
-        version = str(raw)  # a bare number 1.5 in the JSON
-    else:
-        version = repr(raw)
-    if version not in SUPPORTED_SCHEMA_VERSIONS:
-        raise TraceError(
-            f"unsupported schema version {show(raw)} (supported: {', '.join(SUPPORTED_SCHEMA_VERSIONS)})",
-            source=source, field="schemaVersion",
-        )
-    return version
-
-
-def _task_list(container: Mapping[str, Any], key: str, *, source: str, field: str, allow_empty: bool) -> list[Any]:
-    if key not in container:
-        raise TraceError("missing list of tasks", source=source, field=field)
-    tasks = container[key]
-    if not isinstance(tasks, list):
-        raise TraceError(f"must be a list of tasks, got {type_name(tasks)}", source=source, field=field)
-    if not tasks and not allow_empty:
-        raise TraceError("empty task list: nothing to plan", source=source, field=field)
-    return tasks
 
 
 def _bad_ref(ref: Any, *, kind: str, owner: str, source: str, field: str) -> TraceError:
@@ -115,129 +87,7 @@ def _category(spec: Mapping[str, Any], measured: Mapping[str, Any] | None) -> st
     return _program(measured) or _program(spec)
 
 
-class _Read:
-    """The tasks as read, in parallel lists, before the graph is checked."""
-
-    __slots__ = ("prefix", "exec_prefix", "ids", "index", "specs", "measured", "measured_at", "parents", "children")
-
-    def __init__(self, prefix: str, exec_prefix: str):
-        self.prefix = prefix            # field path of the task list
-        self.exec_prefix = exec_prefix  # field path of the list holding the measurements
-        self.ids: list[str] = []
-        self.index: dict[str, int] = {}  # task id (and 1.4 `id` aliases) -> position
-        self.specs: list[Mapping[str, Any]] = []
-        self.measured: list[Mapping[str, Any] | None] = []
-        self.measured_at: list[int] = []  # position of the measurement record, -1 when none
-        self.parents: list[Any] = []
-        self.children: list[Any] = []
-
-    def field(self, i: int) -> str:
-        return f"{self.prefix}[{i}]"
-
-    def measured_field(self, i: int) -> str:
-        return f"{self.exec_prefix}[{self.measured_at[i]}]"
-
-
-def _mapping_or_error(value: Any, *, source: str, field: str) -> Mapping[str, Any]:
-    if type(value) is not dict and not isinstance(value, Mapping):
-        raise TraceError(f"must be a mapping, got {type_name(value)}", source=source, field=field)
-    return value
-
-
-def _refs_or_error(value: Any, *, source: str, field: str) -> Any:
-    if value is None:
-        return ()
-    if type(value) is not list and not isinstance(value, list | tuple):
-        raise TraceError(f"must be a list of task ids, got {type_name(value)}", source=source, field=field)
-    return value
-
-
-def _read_tasks(tasks: list[Any], read: _Read, *, key: str, source: str) -> None:
-    """Common reading of a task list: identifier, uniqueness, parents and children lists."""
-    index = read.index
-    ids, specs, parents, children = read.ids, read.specs, read.parents, read.children
-    for i, task in enumerate(tasks):
-        if type(task) is not dict:
-            _mapping_or_error(task, source=source, field=read.field(i))
-        k = key if key in task else "id"
-        task_id = task.get(k)
-        if type(task_id) is not str or not task_id:
-            if k not in task:
-                raise TraceError(f"missing task {key}", source=source, field=f"{read.field(i)}.{key}")
-            if not isinstance(task_id, str) or not task_id:
-                raise TraceError(f"must be a non-empty task id string, got {show(task_id)}",
-                                 source=source, field=f"{read.field(i)}.{k}")
-        if task_id in index:
-            raise TraceError(f"duplicate task id {show(task_id)} (first at {read.field(index[task_id])})",
-                             source=source, field=f"{read.field(i)}.{k}")
-        index[task_id] = i
-        ids.append(task_id)
-        specs.append(task)
-        p = task.get("parents")
-        parents.append(p if type(p) is list else _refs_or_error(p, source=source, field=f"{read.field(i)}.parents"))
-        c = task.get("children")
-        children.append(c if type(c) is list else _refs_or_error(c, source=source, field=f"{read.field(i)}.children"))
-
-
-def _read_split_layout(workflow: Mapping[str, Any], *, source: str) -> _Read:
-    """Schema 1.5/1.6: DAG under `specification`, measurements under `execution`, matched by id."""
-    spec = _mapping_or_error(workflow["specification"], source=source, field="workflow.specification")
-    tasks = _task_list(spec, "tasks", source=source, field="workflow.specification.tasks", allow_empty=False)
-    read = _Read("workflow.specification.tasks", "workflow.execution.tasks")
-    _read_tasks(tasks, read, key="id", source=source)
-    n = len(read.ids)
-    read.measured = [None] * n
-    read.measured_at = [-1] * n
-
-    execution = workflow.get("execution")
-    if execution is None:
-        return read
-    execution = _mapping_or_error(execution, source=source, field="workflow.execution")
-    records = _task_list(execution, "tasks", source=source, field="workflow.execution.tasks", allow_empty=True)
-    index, measured, measured_at = read.index, read.measured, read.measured_at
-    for j, record in enumerate(records):
-        if type(record) is not dict:
-            _mapping_or_error(record, source=source, field=f"workflow.execution.tasks[{j}]")
-        task_id = record.get("id")
-        i = index.get(task_id) if type(task_id) is str else None
-        if i is None:
-            field = f"workflow.execution.tasks[{j}].id"
-            if "id" not in record:
-                raise TraceError("missing task id", source=source, field=field)
-            if not isinstance(task_id, str) or not task_id:
-                raise TraceError(f"must be a non-empty task id string, got {show(task_id)}", source=source, field=field)
-            raise TraceError(f"task id {show(task_id)} is not in workflow.specification.tasks", source=source, field=field)
-        if measured_at[i] >= 0:
-            raise TraceError(f"duplicate execution record for task {show(task_id)} (first at {read.measured_field(i)})",
-                             source=source, field=f"workflow.execution.tasks[{j}].id")
-        measured[i] = record
-        measured_at[i] = j
-    return read
-
-
-def _read_flat_layout(workflow: Mapping[str, Any], *, source: str) -> _Read:
-    """Schema 1.4: one `workflow.tasks` list; `name` identifies a task, its `id` is an alias."""
-    tasks = _task_list(workflow, "tasks", source=source, field="workflow.tasks", allow_empty=False)
-    read = _Read("workflow.tasks", "workflow.tasks")
-    _read_tasks(tasks, read, key="name", source=source)
-    read.measured = list(read.specs)
-    read.measured_at = list(range(len(read.ids)))
-    # A task's `id` may stand for it in parents/children when it names no other task.
-    aliases: dict[str, int] = {}
-    ambiguous: set[str] = set()
-    for i, task in enumerate(read.specs):
-        alias = task.get("id")
-        if type(alias) is str and alias and alias not in read.index:
-            if alias in aliases:
-                ambiguous.add(alias)
-            aliases[alias] = i
-    for alias in ambiguous:
-        del aliases[alias]
-    read.index.update(aliases)
-    return read
-
-
-def _graph(read: _Read, *, source: str) -> tuple[list[list[int]], list[int]]:
+def _graph(read: TraceTasks, *, source: str) -> tuple[list[list[int]], list[int]]:
     """Parents (as positions, deduplicated, in order of first mention) and depths; checks the DAG."""
     n = len(read.ids)
     index, ids = read.index, read.ids
@@ -296,7 +146,7 @@ def _graph(read: _Read, *, source: str) -> tuple[list[list[int]], list[int]]:
     return parents, depth
 
 
-def _raise_cycle(read: _Read, parents: list[list[int]], indegree: list[int], *, source: str) -> None:
+def _raise_cycle(read: TraceTasks, parents: list[list[int]], indegree: list[int], *, source: str) -> None:
     """Name a cycle among the tasks Kahn's algorithm could not order.
 
     Each of them still has an unordered parent, so walking from a task to an
@@ -346,7 +196,7 @@ def workload_from_wfcommons(
         raise ValueError(f"preempt_mode must be one of {', '.join(PREEMPT_MODES)}, got {preempt_mode!r}")
     if isinstance(default_ram_mib, bool) or not isinstance(default_ram_mib, int) or default_ram_mib < 1:
         raise ValueError(f"default_ram_mib must be an integer >= 1, got {default_ram_mib!r}")
-    version, read = _read_document(doc, source=source)
+    version, read = read_document(doc, source=source)
     parents, depth = _graph(read, source=source)
     m = _measures(read, default_ram_mib, source=source)
     preempts = _preempts(read, depth, preempt_mode)
@@ -362,26 +212,6 @@ def workload_from_wfcommons(
     return Workload(tasks=tasks, assumptions=tuple(assumptions), source=source)
 
 
-def _read_document(doc: object, *, source: str) -> tuple[str, _Read]:
-    """The trace's schema version and its tasks as read from either layout."""
-    if not isinstance(doc, Mapping):
-        raise TraceError(
-            f"not a WfCommons trace: expected a JSON object with schemaVersion and workflow, got {type_name(doc)}",
-            source=source,
-        )
-    version = _schema_version(doc, source=source)
-    workflow = doc.get("workflow")
-    if not isinstance(workflow, Mapping):
-        what = "missing" if workflow is None else f"must be a mapping, got {type_name(workflow)}"
-        raise TraceError(f"{what}: not a WfCommons trace", source=source, field="workflow")
-    if "specification" in workflow:
-        return version, _read_split_layout(workflow, source=source)
-    if "tasks" in workflow:
-        return version, _read_flat_layout(workflow, source=source)
-    raise TraceError("missing (no task list under workflow): not a WfCommons trace",
-                     source=source, field="workflow.specification")
-
-
 @dataclass(slots=True)
 class _Measures:
     """Each task's vcpus, RAM and runtime as measured, and how many fell back on an assumption."""
@@ -395,7 +225,7 @@ class _Measures:
     no_runtime: int = 0
 
 
-def _measures(read: _Read, default_ram_mib: int, *, source: str) -> _Measures:
+def _measures(read: TraceTasks, default_ram_mib: int, *, source: str) -> _Measures:
     n = len(read.ids)
     m = _Measures([1] * n, [default_ram_mib] * n, [None] * n)
     vcpus_list, ram_list, runtimes = m.vcpus, m.ram_mib, m.runtimes
@@ -448,7 +278,7 @@ def _measures(read: _Read, default_ram_mib: int, *, source: str) -> _Measures:
     return m
 
 
-def _preempts(read: _Read, depth: list[int], preempt_mode: str) -> list:
+def _preempts(read: TraceTasks, depth: list[int], preempt_mode: str) -> list:
     n = len(read.ids)
     if preempt_mode == "all":
         return [PREEMPTIBLE] * n

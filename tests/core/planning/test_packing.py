@@ -16,6 +16,7 @@ from plastic.core.model import (
     TaskSpec,
     node_shapes,
 )
+from plastic.core.planning.choosers import seeds_chooser, seeds_order
 from plastic.core.planning.lower_bound import Prices, lower_bound
 from plastic.core.planning.packing import (
     OpenNodes,
@@ -27,7 +28,6 @@ from plastic.core.planning.packing import (
     shape_holds,
     unplaceable,
 )
-from plastic.core.planning.planner import seeds_chooser, seeds_order
 from tests.fakes.catalogs import CATALOG, SHAPES, TYPE_NAMES, shape
 
 GIB = 1024

@@ -18,19 +18,10 @@ from plastic.core.model import (
     TaskSpec,
     node_shapes,
 )
+from plastic.core.planning.choosers import bottleneck_values, dual_values, lookahead_chooser, seeds_order
 from plastic.core.planning.lower_bound import lower_bound
 from plastic.core.planning.packing import PackedNode, allowed_on, shape_holds
-from plastic.core.planning.planner import (
-    bottleneck_values,
-    check_placeable,
-    dual_values,
-    ensure_reliable_capacity,
-    lookahead_chooser,
-    right_size,
-    seeds_order,
-    solve,
-    sort_nodes,
-)
+from plastic.core.planning.planner import check_placeable, ensure_reliable_capacity, right_size, solve, sort_nodes
 from tests.fakes.catalogs import CATALOG, CHEAPEST_ON_DEMAND, SHAPES, TYPE_NAMES, shape
 
 GIB = 1024
