@@ -124,9 +124,23 @@ def test_another_frameworks_idle_executor_leaves_room_for_a_whole_agent_task(clu
     assert a.call("SUPPRESS").status_code == 202  # framework a keeps its executor there and wants nothing
     a.decline_held(refuse_seconds=600.0)
     b = scheduler(cluster.master_url, "executor-whole-agent")
-    # (the executors of earlier tests' frameworks may still be leaving: wait for the agent's whole offer)
-    seen = b.take_offer(lambda o: o["agent_id"]["value"] == agent and not o.get("executor_ids")
-                        and scalar(o["resources"], "cpus") >= total - 0.02, timeout=120)
+    # The executors of earlier tests' frameworks may still be leaving.  An offer made while one was there
+    # holds less than the agent; kept, it would stay outstanding and the share coming back would be
+    # offered apart from it, never as one offer (this waited out its timeout on a loaded machine): give
+    # back every offer of the agent that is not whole and wait for the next.
+    whole: list[dict] = []
+
+    def whole_agent_offered() -> bool:
+        b.decline_held(agent)
+        o = b.take_offer(lambda o: o["agent_id"]["value"] == agent, timeout=30)
+        if not o.get("executor_ids") and scalar(o["resources"], "cpus") >= total - 0.02:
+            whole.append(o)
+            return True
+        b.call("DECLINE", decline={"offer_ids": [o["id"]], "filters": {"refuse_seconds": 0.0}})
+        return False
+
+    eventually(whole_agent_offered, timeout=120, interval=0.2, what="an offer of the whole agent but a's share")
+    seen = whole[0]
     assert scalar(seen["resources"], "cpus") < total  # framework a's executor holds its share
     placed = offer_of(seen, EXECUTOR_ID)
     assert placed.available.vcpus == int(total), placed  # the whole agent, for a placer of whole vcpus
