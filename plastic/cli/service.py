@@ -93,10 +93,7 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
         load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
     store, conn = _store(redis_url, redis_ca)
     try:
-        fields = submission_fields(workflow, job, outdir or Path("."), toil_args)
-        if outdir is None:
-            fields["outdir"] = ""
-        fields["executor"] = executor
+        fields = submission_fields(workflow, job, outdir, toil_args, executor)
         with store.pipeline() as pipe:
             store.create_run(run_id, fields=fields, pipeline=pipe)
             store.push_submission({"run": run_id}, pipeline=pipe)

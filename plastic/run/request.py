@@ -129,6 +129,30 @@ def request_from_json(doc: Mapping[str, object], *, run_dir: Path, redis_url: st
     return RunRequest(**given)  # type: ignore[arg-type]
 
 
+_FLAGS = {"plan_path": "--plan", "report_path": "--report", "catalog_path": "--catalog", "redis_url": "--redis",
+          "idle_s": "--idle-seconds", "boot_s": "--boot-seconds", "budget_usd_per_hour": "--budget-per-hour"}
+_POSITIONAL = {"workflow", "job", "toil_args", "ec2"}
+
+
+def run_args(request: RunRequest) -> list[str]:
+    """`plastic run`'s arguments that give these settings: WORKFLOW [JOB], an option for each setting
+    away from its default (its flag: the setting's name, dashed, but for those in _FLAGS), then `--` and
+    Toil's options.  `plastic serve` starts a submitted run with them."""
+    args = [str(request.workflow), *([str(request.job)] if request.job is not None else [])]
+    defaults = RunRequest(workflow=request.workflow, job=None, outdir=request.outdir)
+    for f in dataclasses.fields(RunRequest):
+        value = getattr(request, f.name)
+        if f.name in _POSITIONAL or value is None or (f.name != "outdir" and value == getattr(defaults, f.name)):
+            continue
+        flag = _FLAGS.get(f.name, "--" + f.name.replace("_", "-"))
+        args += [flag] if value is True else [flag, str(value)]
+    if request.ec2 is not None:
+        args += ["--provider", "ec2"]
+        for name, value in dataclasses.asdict(request.ec2).items():
+            args += [] if value is None else ["--" + name.replace("_", "-"), str(value)]
+    return [*args, *(["--", *request.toil_args] if request.toil_args else [])]
+
+
 @dataclass
 class RunResult:
     run_id: str

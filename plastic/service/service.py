@@ -25,6 +25,7 @@ The service's own bookkeeping:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,7 @@ from plastic.core.book.recovery import (
     queue_again,
 )
 from plastic.procs import cmdline_mentions, pid_alive
+from plastic.run.request import RunRequest, request_from_json, run_args, settings_json
 from plastic.run.runner import RUN_FILE
 from plastic.store import RunRecord, Store
 from plastic.store.urls import URL_ENV
@@ -95,9 +98,27 @@ class Child:
         return None if self.process is None else self.process.returncode
 
 
-def submission_fields(workflow: Path, job: Path | None, outdir: Path, toil_args: tuple[str, ...]) -> dict[str, str]:
+def submission_fields(workflow: Path, job: Path | None, outdir: Path | None, toil_args: tuple[str, ...],
+                      executor: str = "plastic") -> dict[str, str]:
+    """A submitted run's fields: the run's settings (plastic.run.request: the service starts `plastic run`
+    with them), and the few that `plastic status` shows (``outdir`` empty: the run directory's)."""
+    request = RunRequest(workflow=workflow, job=job, outdir=outdir or Path("."), toil_args=toil_args,
+                         executor=executor)
+    settings = settings_json(request, redis_url=None, started_at=0.0)
     return {"workflow": str(workflow.resolve()), "job": "" if job is None else str(job.resolve()),
-            "outdir": str(outdir.resolve()), "toil_args": json.dumps(list(toil_args)), "submitted_pid": str(os.getpid())}
+            "outdir": "" if outdir is None else str(outdir.resolve()), "toil_args": json.dumps(list(toil_args)),
+            "executor": executor, "settings": json.dumps(settings), "submitted_pid": str(os.getpid())}
+
+
+def submitted_request(fields: Mapping[str, str], run_dir: Path) -> RunRequest:
+    """The settings of a submitted run (a submission of before 2026-11-29 has only its few fields)."""
+    if fields.get("settings"):
+        request = request_from_json(json.loads(fields["settings"]), run_dir=run_dir, redis_url=None)
+    else:
+        request = RunRequest(workflow=Path(fields["workflow"]), job=Path(fields["job"]) if fields.get("job") else None,
+                             outdir=Path("."), toil_args=tuple(json.loads(fields.get("toil_args") or "[]")),
+                             executor=fields.get("executor") or "plastic")
+    return dataclasses.replace(request, outdir=Path(fields.get("outdir") or run_dir / "out"))
 
 
 class Service:
@@ -177,18 +198,9 @@ class Service:
         f = run.fields
         run_dir = self.runs_dir / run_id
         run_dir.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "plastic", "run", f["workflow"]]
-        if f.get("job"):
-            argv.append(f["job"])
-        argv += ["--run-id", run_id, "--outdir", f.get("outdir") or str(run_dir / "out"),
-                 "--run-dir", str(run_dir), "--quiet"]
-        if self.master:
-            argv += ["--master", self.master]
-        if f.get("executor") in ("plastic", "command"):
-            argv += ["--executor", f["executor"]]
-        toil_args = json.loads(f.get("toil_args") or "[]")
-        if toil_args:
-            argv += ["--", *toil_args]
+        request = submitted_request(f, run_dir)
+        request = dataclasses.replace(request, run_id=run_id, run_dir=run_dir, master=self.master or request.master)
+        argv = [sys.executable, "-m", "plastic", "run", "--quiet", *run_args(request)]
         child = self._spawn(run_id, argv, run_dir)
         # the child records the same pid itself once planning starts; recorded now, a service that dies
         # before then finds the child alive at its next start instead of queueing the run a second time

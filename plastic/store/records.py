@@ -22,6 +22,7 @@ RUN_FIELDS = COMMON_FIELDS
 # a run's fields that hold numbers or a list (written as JSON, read back typed by RunRecord.typed_fields)
 RUN_NUMBERS = frozenset({"exit_code", "makespan_s", "cost_usd", "plan_usd_per_hour", "pid", "resumes"})
 RUN_LISTS = frozenset({"toil_args"})
+RUN_OBJECTS = frozenset({"settings"})  # a submitted run's settings (plastic.run.request.settings_json)
 TASK_FIELDS = COMMON_FIELDS | {"run", "spec", "attempts"}
 AGENT_FIELDS = COMMON_FIELDS
 
@@ -61,18 +62,18 @@ class RunRecord:
         )
 
     def typed_fields(self) -> dict[str, Any]:
-        """The fields with the numbers (RUN_NUMBERS) as numbers and the lists (RUN_LISTS) as lists; one that
-        does not read as what it should be is left out."""
+        """The fields with the numbers (RUN_NUMBERS) as numbers, the lists (RUN_LISTS) as lists and the
+        objects (RUN_OBJECTS) as objects; one that does not read as what it should be is left out."""
         out: dict[str, Any] = {}
         for key, value in self.fields.items():
-            if key not in RUN_NUMBERS and key not in RUN_LISTS:
+            if key not in RUN_NUMBERS and key not in RUN_LISTS and key not in RUN_OBJECTS:
                 out[key] = value
                 continue
             try:
                 typed = json.loads(value)
             except ValueError:
                 continue
-            if key in RUN_LISTS and isinstance(typed, list):
+            if key in RUN_LISTS and isinstance(typed, list) or key in RUN_OBJECTS and isinstance(typed, dict):
                 out[key] = typed
             elif key in RUN_NUMBERS and isinstance(typed, int | float) and not isinstance(typed, bool):
                 out[key] = typed

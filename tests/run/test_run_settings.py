@@ -73,3 +73,26 @@ def test_a_run_option_reaches_the_book_and_run_json(tmp_path):
     assert (saved["rebalance"], saved["executor"], saved["static"]) == ("drain", "command", True)
     books = [e for e in read_decisions(tmp_path / "run") if e.get("kind") == "book"]
     assert [b["config"]["rebalance"] for b in books] == ["drain"]
+
+
+def test_the_command_line_of_the_settings_gives_them_back(tmp_path):
+    """`plastic serve` starts a submitted run with run_args(settings): `plastic run` parses them back to
+    the same settings (every setting away from its default, as its own option)."""
+    import click
+
+    from plastic.cli.run import run as run_command
+    from plastic.run.request import run_args
+
+    request = dataclasses.replace(_everything_set(tmp_path), ec2=None, plan_path=None, redis_url=None)
+    args = run_args(request)
+    assert args[:2] == [str(request.workflow), str(request.job)] and args[-3:] == ["--", "--retryCount", "2"]
+    with click.Context(run_command) as ctx:
+        params = run_command.make_context("run", list(args), parent=ctx).params
+    for f in dataclasses.fields(RunRequest):
+        if f.name in ("workflow", "job", "toil_args", "ec2", "plan_path", "redis_url"):
+            continue
+        given = params[f.name]
+        assert (str(given) if isinstance(given, Path) else given) == (
+            str(getattr(request, f.name)) if isinstance(getattr(request, f.name), Path) else getattr(request, f.name)), f.name
+    ec2 = run_args(dataclasses.replace(request, ec2=Ec2Settings(image_id="ami-1", region="eu-west-1")))
+    assert ec2[ec2.index("--provider") + 1] == "ec2" and ec2[ec2.index("--image-id") + 1] == "ami-1"
