@@ -46,7 +46,7 @@ def offers_received(book: JobBook, ev: evt.OffersReceived, now: float, out: list
         unplaceable(book, by_task[u.task_id], u.reason, now, out)
 
 
-def _launch(book: JobBook, launches: Iterable[pl.LaunchTask], by_task: dict[str, Job], now: float,
+def _launch(book: JobBook, launches: Iterable[pl.TaskPlacement], by_task: dict[str, Job], now: float,
             out: list[Output]) -> None:
     """Each placed job LAUNCHING under a new attempt, recorded; one LaunchTasks per offer."""
     per_offer: dict[str, list[cmd.TaskLaunch]] = {}

@@ -79,7 +79,10 @@ class PendingTask:
 # ---------------------------------------------------------------- commands
 
 @dataclass(frozen=True, slots=True)
-class LaunchTask:
+class TaskPlacement:
+    """Where the placement puts a queued task: an agent, through one of its offers (the JobBook turns each
+    into a TaskLaunch of a LaunchTasks command, plastic.core.book.commands)."""
+
     task_id: str
     agent_id: str
     offer_id: str
@@ -113,7 +116,7 @@ class Unplaceable:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    launches: tuple[LaunchTask, ...] = ()
+    launches: tuple[TaskPlacement, ...] = ()
     declines: tuple[DeclineOffer, ...] = ()
     unplaceable: tuple[Unplaceable, ...] = ()
     still_waiting: tuple[str, ...] = ()  # task ids that fit the cluster but not these offers
@@ -167,7 +170,7 @@ def place(
                    for o in offers if o.agent.agent_id not in ignored]
     free: dict[str, Resources] = {o.offer_id: o.available for o in open_offers}
     avoiding = [t for t in queue if t.avoid_rebalancing]
-    launches: list[LaunchTask] = []
+    launches: list[TaskPlacement] = []
     unplaceable: list[Unplaceable] = []
     waiting: list[str] = []
     if avoiding:
@@ -187,7 +190,7 @@ def place(
 
 
 def _place_pass(offers: Sequence[Offer], queue: Sequence[PendingTask], cluster: Mapping[str, AgentInfo],
-                free: dict[str, Resources], launches: list[LaunchTask], unplaceable: list[Unplaceable],
+                free: dict[str, Resources], launches: list[TaskPlacement], unplaceable: list[Unplaceable],
                 waiting: list[str]) -> None:
     """One first-fit-decreasing pass of `queue` over `offers` (their resources left in `free`)."""
     usable = [o for o in offers if not o.agent.draining]
@@ -219,7 +222,7 @@ def _place_pass(offers: Sequence[Offer], queue: Sequence[PendingTask], cluster: 
         where = "burst" if o.agent.preemptible else "reliable"
         why = ("reliable task on a reliable agent" if task.needs_reliable
                else f"preemptible task on a {where} agent")
-        launches.append(LaunchTask(task.task_id, o.agent.agent_id, o.offer_id, task.demand,
+        launches.append(TaskPlacement(task.task_id, o.agent.agent_id, o.offer_id, task.demand,
                                    f"{why}, tightest fit ({o.agent.cluster or o.agent.agent_id})"))
 
 
