@@ -5,22 +5,21 @@ task on it left to finish or killed now, plastic.core.book.notices)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
 from plastic.core.book import placement as pl
 from plastic.core.book import records as rec
+from plastic.core.book.decisions import Output
 from plastic.core.book.endings import move, requeue_job
 from plastic.core.book.jobs import Job
 from plastic.core.book.lifecycle import AgentState, TaskState, allowed
+from plastic.core.book.state import BookState
 from plastic.core.book.unplaceable import check_unplaceable
 
-if TYPE_CHECKING:
-    from plastic.core.book.jobbook import JobBook, Output
 
-
-def agent_seen(book: JobBook, agent: pl.AgentInfo, now: float, out: list[Output], quiet: bool = False) -> None:
+def agent_seen(book: BookState, agent: pl.AgentInfo, now: float, out: list[Output], quiet: bool = False) -> None:
     known = book.agents.get(agent.agent_id)
     back = agent.agent_id in book.gone
     book.agents[agent.agent_id] = dataclasses.replace(agent, draining=False)
@@ -36,7 +35,7 @@ def agent_seen(book: JobBook, agent: pl.AgentInfo, now: float, out: list[Output]
             check_unplaceable(book, book.queued(), now, out)
 
 
-def agent_state(book: JobBook, agent_id: str, wanted: AgentState, reason: str, out: list[Output],
+def agent_state(book: BookState, agent_id: str, wanted: AgentState, reason: str, out: list[Output],
                 **kw: Any) -> None:
     state = book.agent_states.get(agent_id)
     if state is None or state == wanted or not allowed("agent", state, wanted):
@@ -45,7 +44,7 @@ def agent_state(book: JobBook, agent_id: str, wanted: AgentState, reason: str, o
     out.append(rec.AgentStateChanged(agent_id, state, wanted, reason, **kw))
 
 
-def agent_lost(book: JobBook, ev: evt.AgentLost, now: float, out: list[Output]) -> None:
+def agent_lost(book: BookState, ev: evt.AgentLost, now: float, out: list[Output]) -> None:
     first = ev.agent_id not in book.gone
     book.gone.add(ev.agent_id)
     jobs = book.on_agent(ev.agent_id)
@@ -57,7 +56,7 @@ def agent_lost(book: JobBook, ev: evt.AgentLost, now: float, out: list[Output]) 
     check_unplaceable(book, book.queued(), now, out)
 
 
-def notice_received(book: JobBook, ev: evt.NoticeReceived, now: float, out: list[Output]) -> None:
+def notice_received(book: BookState, ev: evt.NoticeReceived, now: float, out: list[Output]) -> None:
     if not book.notices.received(ev.agent_id, ev.kind, ev.terminate_at, now):
         out.append(rec.NoticeRepeated(ev.agent_id, ev.kind))
         return
@@ -84,7 +83,7 @@ def notice_received(book: JobBook, ev: evt.NoticeReceived, now: float, out: list
     check_unplaceable(book, book.queued(), now, out)
 
 
-def kill_for_notice(book: JobBook, job: Job, now: float, out: list[Output]) -> None:
+def kill_for_notice(book: BookState, job: Job, now: float, out: list[Output]) -> None:
     move(job, TaskState.KILLING, "kill (notice)", out, details={"kill_cause": "notice"})
     job.kill_cause = "notice"
     job.kept_for_notice = False

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from plastic.core.book.commands import Command
 from plastic.core.book.records import Record
 
+Output = Command | Record  # what one step of the book gives: commands to carry out, records to keep
+
 
 @dataclass(frozen=True, slots=True)
 class Decisions:

@@ -5,10 +5,11 @@ ended (exactly once: ReportJobEnd), or a job requeued under a new attempt after 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plastic.core.book import commands as cmd
 from plastic.core.book import records as rec
+from plastic.core.book.decisions import Output
 from plastic.core.book.jobs import EXIT_UNKNOWN, LIVE, Attempt, Job
 from plastic.core.book.lifecycle import (
     ATTEMPT_OUTCOME_OF_JOB,
@@ -19,9 +20,7 @@ from plastic.core.book.lifecycle import (
     check_transition,
 )
 from plastic.core.book.records import AttemptEnded, TaskStateChanged
-
-if TYPE_CHECKING:
-    from plastic.core.book.jobbook import JobBook, Output
+from plastic.core.book.state import BookState
 
 S = TaskState
 
@@ -36,7 +35,7 @@ def move(job: Job, wanted: TaskState, reason: str, out: list[Output], *,
                                 runtime_s))
 
 
-def attempt_ended(book: JobBook, job: Job, cur: Attempt, outcome: AttemptOutcome, now: float,
+def attempt_ended(book: BookState, job: Job, cur: Attempt, outcome: AttemptOutcome, now: float,
                   **kw: Any) -> AttemptEnded:
     agent = book.agents.get(cur.agent_id)
     return AttemptEnded(cur.attempt, outcome, cur.agent_id, agent.cluster if agent else None,
@@ -44,7 +43,7 @@ def attempt_ended(book: JobBook, job: Job, cur: Attempt, outcome: AttemptOutcome
                         usage=cur.usage, **kw)
 
 
-def end_job(book: JobBook, job: Job, state: TaskState, outcome: JobOutcome, exit_code: int, now: float,
+def end_job(book: BookState, job: Job, state: TaskState, outcome: JobOutcome, exit_code: int, now: float,
             out: list[Output], reason: str | None = None, message: str | None = None) -> None:
     """The job ends for good: its task to ``state``, Toil told once (ReportJobEnd), JobEnded recorded."""
     cur = job.current if job.state in LIVE else None
@@ -76,7 +75,7 @@ def end_job(book: JobBook, job: Job, state: TaskState, outcome: JobOutcome, exit
                             reason, message, cur.usage if cur is not None else None))
 
 
-def _loss_kind(book: JobBook, agent_id: str | None, cause: str) -> str:
+def _loss_kind(book: BookState, agent_id: str | None, cause: str) -> str:
     """How a loss counts: dropped (the launch never happened), preempted (a spot or draining agent), lost."""
     if cause == "dropped":
         return "dropped"
@@ -85,7 +84,7 @@ def _loss_kind(book: JobBook, agent_id: str | None, cause: str) -> str:
     return "preempted" if preemptible_agent else "lost"
 
 
-def requeue_job(book: JobBook, job: Job, cause: str, now: float, out: list[Output], *,
+def requeue_job(book: BookState, job: Job, cause: str, now: float, out: list[Output], *,
                 detail: str | None = None) -> None:
     """An infrastructure loss: back to QUEUED under a new attempt, no job end (unless too many)."""
     agent_id = job.agent_id

@@ -4,23 +4,20 @@ while queued, else KILLING and a KillTask)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
 from plastic.core.book import records as rec
+from plastic.core.book.decisions import Output
 from plastic.core.book.endings import end_job, move
 from plastic.core.book.jobs import ENDED, EXIT_UNKNOWN, Job
 from plastic.core.book.lifecycle import JobOutcome, TaskState
+from plastic.core.book.state import BookState
 from plastic.core.book.unplaceable import check_unplaceable
-
-if TYPE_CHECKING:
-    from plastic.core.book.jobbook import JobBook, Output
 
 S = TaskState
 
 
-def job_issued(book: JobBook, ev: evt.JobIssued, now: float, out: list[Output]) -> None:
+def job_issued(book: BookState, ev: evt.JobIssued, now: float, out: list[Output]) -> None:
     if book.orphans is not None:  # Toil issues once the orphans are accounted for
         out.extend(book.orphans.restarts_never_launched(now, settled=True))
     if ev.job_id in book.jobs:
@@ -37,7 +34,7 @@ def job_issued(book: JobBook, ev: evt.JobIssued, now: float, out: list[Output]) 
         check_unplaceable(book, [job], now, out)
 
 
-def kill_requested(book: JobBook, ev: evt.KillRequested, now: float, out: list[Output]) -> None:
+def kill_requested(book: BookState, ev: evt.KillRequested, now: float, out: list[Output]) -> None:
     job = book.jobs.get(ev.job_id)
     if job is None or job.state in ENDED:
         out.append(rec.KillIgnored(ev.job_id, "unknown" if job is None else "ended"))

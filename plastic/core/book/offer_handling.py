@@ -6,23 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
 from plastic.core.book import placement as pl
 from plastic.core.book import records as rec
 from plastic.core.book.agent_handling import agent_seen
+from plastic.core.book.decisions import Output
 from plastic.core.book.endings import move
 from plastic.core.book.jobs import Attempt, Job
 from plastic.core.book.lifecycle import TaskState
+from plastic.core.book.state import BookState
 from plastic.core.book.unplaceable import unplaceable
 
-if TYPE_CHECKING:
-    from plastic.core.book.jobbook import JobBook, Output
 
-
-def offers_received(book: JobBook, ev: evt.OffersReceived, now: float, out: list[Output]) -> None:
+def offers_received(book: BookState, ev: evt.OffersReceived, now: float, out: list[Output]) -> None:
     for o in ev.offers:
         known = book.agents.get(o.agent.agent_id)
         cap = o.agent.capacity if known is None else pl.Resources(
@@ -46,7 +44,7 @@ def offers_received(book: JobBook, ev: evt.OffersReceived, now: float, out: list
         unplaceable(book, by_task[u.task_id], u.reason, now, out)
 
 
-def _launch(book: JobBook, launches: Iterable[pl.TaskPlacement], by_task: dict[str, Job], now: float,
+def _launch(book: BookState, launches: Iterable[pl.TaskPlacement], by_task: dict[str, Job], now: float,
             out: list[Output]) -> None:
     """Each placed job LAUNCHING under a new attempt, recorded; one LaunchTasks per offer."""
     per_offer: dict[str, list[cmd.TaskLaunch]] = {}
@@ -72,7 +70,7 @@ def _launch(book: JobBook, launches: Iterable[pl.TaskPlacement], by_task: dict[s
         out.append(cmd.LaunchTasks(offer_id, agent_of[offer_id], tuple(tasks)))
 
 
-def _decline(book: JobBook, placement: pl.Placement, out: list[Output]) -> None:
+def _decline(book: BookState, placement: pl.Placement, out: list[Output]) -> None:
     """Offers of agents the leader ignores, with the book's refusal; the other unused offers, with theirs."""
     ignored = set(placement.ignored)
     if ignored:

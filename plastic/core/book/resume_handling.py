@@ -4,22 +4,19 @@ whose earlier attempt committed its work ends as finished; an orphan's work foun
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
 from plastic.core.book import records as rec
+from plastic.core.book.decisions import Output
 from plastic.core.book.endings import end_job
 from plastic.core.book.lifecycle import JobOutcome, TaskState
 from plastic.core.book.orphans import LIVE_RECORDS, Orphans
-
-if TYPE_CHECKING:
-    from plastic.core.book.jobbook import JobBook, Output
+from plastic.core.book.state import BookState
 
 S = TaskState
 
 
-def resumed(book: JobBook, ev: evt.Resumed, now: float, out: list[Output]) -> None:
+def resumed(book: BookState, ev: evt.Resumed, now: float, out: list[Output]) -> None:
     if book.orphans is None:
         book.orphans = Orphans(kill_retry_s=book.kill_retry_s, adopt_s=book.adopt_s, runtime_estimate=book.estimate)
     book.orphans.begin(now)
@@ -43,7 +40,7 @@ def resumed(book: JobBook, ev: evt.Resumed, now: float, out: list[Output]) -> No
     out.append(cmd.Reconcile(()))  # implicit: every task the master holds for the framework
 
 
-def job_store_checked(book: JobBook, ev: evt.JobStoreChecked, now: float, out: list[Output]) -> None:
+def job_store_checked(book: BookState, ev: evt.JobStoreChecked, now: float, out: list[Output]) -> None:
     if ev.question == "committed":
         if book.orphans is not None:
             out.extend(book.orphans.checked(ev.key, ev.work_done).commands())

@@ -4,22 +4,19 @@ zombie of an old attempt killed, and for a live task its state moved, its job en
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from plastic.core.book import commands as cmd
 from plastic.core.book import events as evt
 from plastic.core.book import records as rec
+from plastic.core.book.decisions import Output
 from plastic.core.book.endings import end_job, move, requeue_job
 from plastic.core.book.jobs import EXIT_UNKNOWN, LIVE, TERMINAL_STATES, Job, exit_code_of, loss_cause, split_task_id
 from plastic.core.book.lifecycle import JobOutcome, TaskState
-
-if TYPE_CHECKING:
-    from plastic.core.book.jobbook import JobBook, Output
+from plastic.core.book.state import BookState
 
 S = TaskState
 
 
-def status_received(book: JobBook, ev: evt.StatusReceived, now: float, out: list[Output]) -> None:
+def status_received(book: BookState, ev: evt.StatusReceived, now: float, out: list[Output]) -> None:
     ack = [cmd.Acknowledge(ev.agent_id, ev.mesos_task_id, ev.uuid)] if ev.uuid else []
     if ev.uuid and ev.uuid in book.seen_uuids:
         out.append(rec.StatusRepeated(ev.mesos_task_id, ev.state, ev.uuid))
@@ -43,7 +40,7 @@ def status_received(book: JobBook, ev: evt.StatusReceived, now: float, out: list
     out.extend(ack)  # only after the book recorded the update
 
 
-def _live_status(book: JobBook, job: Job, ev: evt.StatusReceived, now: float, out: list[Output]) -> None:
+def _live_status(book: BookState, job: Job, ev: evt.StatusReceived, now: float, out: list[Output]) -> None:
     st, cur = ev.state, job.current
     if cur is not None and ev.usage is not None:
         cur.usage = ev.usage

@@ -4,20 +4,18 @@ pure: reported once per reason, kept queued while the cluster may grow, else end
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from plastic.core.book import commands as cmd
 from plastic.core.book import placement as pl
 from plastic.core.book import records as rec
+from plastic.core.book.decisions import Output
 from plastic.core.book.endings import end_job
 from plastic.core.book.jobs import EXIT_UNKNOWN, Job
 from plastic.core.book.lifecycle import JobOutcome, TaskState
-
-if TYPE_CHECKING:
-    from plastic.core.book.jobbook import JobBook, Output
+from plastic.core.book.state import BookState
 
 
-def check_unplaceable(book: JobBook, jobs: Iterable[Job], now: float, out: list[Output]) -> None:
+def check_unplaceable(book: BookState, jobs: Iterable[Job], now: float, out: list[Output]) -> None:
     cluster = book.cluster().values()
     for job in jobs:
         if job.state is not TaskState.QUEUED:
@@ -26,7 +24,7 @@ def check_unplaceable(book: JobBook, jobs: Iterable[Job], now: float, out: list[
         unplaceable(book, job, reason, now, out)
 
 
-def unplaceable(book: JobBook, job: Job, reason: str | None, now: float, out: list[Output]) -> None:
+def unplaceable(book: BookState, job: Job, reason: str | None, now: float, out: list[Output]) -> None:
     """Report once per reason; keep it queued if the cluster may grow, else end it as failed."""
     if reason == job.unplaceable_reason:
         return
