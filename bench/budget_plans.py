@@ -25,10 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine
+from bench.common import WFINSTANCES, machine
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data" / "wfinstances"
 QUEUED = re.compile(r"(\d+) of (\d+) tasks queue")
 
 
@@ -38,7 +37,7 @@ def workloads(tmp: Path) -> list[tuple[str, list[str], list[float]]]:
     square = [str(REPO / "tests" / "chaos" / "data" / "square-sum" / "square-sum.cwl"), str(job)]
     out = [("square-sum, 50 items (CWL)", square, [0.17, 0.2, 0.3, 0.5, 0.78])]
     for name, budgets in (("montage-chameleon-2mass-01d-001", [0.12, 0.2, 0.3]), ("rnaseq-dirt02-001", [0.15, 0.3, 0.45])):
-        trace = SHARED / f"{name}.json"
+        trace = WFINSTANCES / f"{name}.json"
         if trace.is_file():
             out.append((f"{name} (trace)", [str(trace)], budgets))
     return out

@@ -1,4 +1,5 @@
-"""Small pieces the benchmarks share: the machine line they print and a nearest-rank percentile."""
+"""Small pieces the benchmarks share: where their input traces are, the machine line they print and a
+nearest-rank percentile."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import os
 import platform
 import sys
 from pathlib import Path
+
+# the real WfCommons traces the benchmarks replay, kept in the repository (data/wfinstances/README.md)
+WFINSTANCES = Path(__file__).resolve().parents[1] / "data" / "wfinstances"
 
 
 def cpu_model() -> str:

@@ -1,6 +1,6 @@
 """CWL v1.2 conformance through Toil: plastic's batch system against single_machine.
 
-Runs the CWL v1.2 conformance suite (default ``../shared/cwl-v1.2`` next to the repository) with
+Runs the CWL v1.2 conformance suite (default: its copy in the repository, ``tests/data/cwl-v1.2``) with
 cwltest, once through ``toil-cwl-runner --batchSystem plastic --plasticMaster URL`` on a local
 cluster and once through ``toil-cwl-runner --batchSystem single_machine``, with the same runner
 flags, one pass after the other, and prints per batch system the passed / failed / unsupported
@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - run from a bare checkout
 from plastic.local.handle import LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SUITE = REPO.parent / "shared" / "cwl-v1.2"
+DEFAULT_SUITE = REPO / "tests" / "data" / "cwl-v1.2"
 BATCH_SYSTEMS = ("plastic", "single_machine")
 PLASTIC_RUN = "plastic-run"
 SYSTEMS = {"both": BATCH_SYSTEMS, "all": (*BATCH_SYSTEMS, PLASTIC_RUN), "plastic": ("plastic",),

@@ -1,6 +1,6 @@
 """bench/elastic.py: the elastic cluster against today's static plan and a Toil-like reactive scaler.
 
-    python bench/elastic.py                     # every trace of ../shared/data/wfinstances, full scale
+    python bench/elastic.py                     # every trace of data/wfinstances, full scale
     python bench/elastic.py --traces 'montage*' --seeds 5 --rate 1.0 --json out.json
     python bench/elastic.py --decision          # the controller's decision time, 1,000 queued x 200 nodes
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine  # noqa: E402
+from bench.common import WFINSTANCES, machine  # noqa: E402
 from bench.elastic_bound import usd_lower_bound  # noqa: E402
 from bench.elastic_sim import SimResult, simulate  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
@@ -46,7 +46,6 @@ from plastic.core.model import Resources, node_shapes  # noqa: E402
 from plastic.core.planning.sizing import plan_workload  # noqa: E402
 from plastic.traces import load_trace  # noqa: E402
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wfinstances"
 POLICIES = ("static", "elastic", "reactive", "cold")
 # rows printed: the policies and the elastic controller without runtime estimates (no forecast)
 ROWS = ("static", "elastic", "no-dag", "no-est", "reactive", "cold")
@@ -238,7 +237,7 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--traces", default="*.json", help="glob of trace files in ../shared/data/wfinstances")
+    ap.add_argument("--traces", default="*.json", help="glob of trace files in data/wfinstances")
     ap.add_argument("--seeds", type=int, default=3, help="interrupted runs per policy and trace")
     ap.add_argument("--rate", type=float, default=1.0, help="interruptions per spot node-hour at a 10-15%% band")
     ap.add_argument("--boot-seconds", type=float, default=60.0)
@@ -258,7 +257,7 @@ def main() -> None:
         boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
         out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot)
     if not args.decision:
-        paths = sorted(p for p in TRACES.iterdir() if fnmatch.fnmatch(p.name, args.traces))
+        paths = sorted(p for p in WFINSTANCES.iterdir() if fnmatch.fnmatch(p.name, args.traces))
         if args.estimate_factor != 1.0:
             print(f"estimates: the trace's runtimes x {args.estimate_factor:g}")
         traces = [run_trace(p, args.seeds, args.rate, args.boot_seconds, args.estimate_factor) for p in paths]

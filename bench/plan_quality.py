@@ -4,7 +4,7 @@
     .venv/bin/python bench/plan_quality.py --quick    # n <= 1000, one seed
     .venv/bin/python bench/plan_quality.py --json     # the same figures for machines
 
-Inputs: every WfCommons trace in <repo>/../shared/data/wfinstances and seeded
+Inputs: every WfCommons trace in data/wfinstances and seeded
 synthetic mixed sets (bench/synthetic.py), each planned twice: `--preempt none`
 (every task reliable) and `--preempt all` (every task preemptible).  Catalog:
 the embedded default (load_catalog(None)), every type on both markets, no
@@ -49,6 +49,7 @@ from bench.baselines import (  # noqa: E402
     naive_ffd,
     toil_binpacked_fit,
 )
+from bench.common import WFINSTANCES  # noqa: E402
 from bench.reference_bound import per_task_lower_bound  # noqa: E402
 from bench.synthetic import mixed_tasks, write_wfcommons  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
@@ -57,7 +58,6 @@ from plastic.core.planning.lower_bound import lower_bound  # noqa: E402
 from plastic.core.planning.packing import PackedNode  # noqa: E402
 from plastic.core.planning.planner import solve  # noqa: E402
 
-DATA_DIR = REPO.parent / "shared" / "data" / "wfinstances"
 MODES = ("none", "all")
 SIZES = (50, 200, 1000, 10000)
 QUICK_MAX_N = 1000
@@ -276,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help=f"synthetic n <= {QUICK_MAX_N} only, one seed")
     ap.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
-    ap.add_argument("--data", type=Path, default=DATA_DIR, help=f"WfCommons traces (default {DATA_DIR})")
+    ap.add_argument("--data", type=Path, default=WFINSTANCES, help=f"WfCommons traces (default {WFINSTANCES})")
     ap.add_argument("--cli-runs", type=int, default=5, help="timed runs of the CLI (default 5)")
     args = ap.parse_args(argv)
 

@@ -1,6 +1,6 @@
 """A real workflow trace replayed through `plastic run` with spot interruptions, against all on-demand.
 
-1. A WfCommons trace (default: Montage 2MASS, 103 tasks, ../shared/data/wfinstances) is planned by
+1. A WfCommons trace (default: Montage 2MASS, 103 tasks, data/wfinstances) is planned by
    `plastic plan` twice: as plastic plans it (spot where the tasks allow it, an on-demand core) and
    with `--preempt none` (every task reliable: the all-on-demand baseline).
 2. The trace becomes a CWL workflow (bench/workflows/trace-<name>.cwl, one step per task, the DAG
@@ -40,9 +40,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.common import machine, plastic_env  # noqa: E402
+from bench.common import WFINSTANCES, machine, plastic_env  # noqa: E402
 
-DEFAULT_TRACE = REPO.parent / "shared" / "data" / "wfinstances" / "montage-chameleon-2mass-01d-001.json"
+DEFAULT_TRACE = WFINSTANCES / "montage-chameleon-2mass-01d-001.json"
 WORKFLOWS = REPO / "bench" / "workflows"
 TARGET_SAVINGS = 0.50
 

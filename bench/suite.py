@@ -1,6 +1,6 @@
 """The test suite as CI meets it: `make test` on a clean clone, timed, and line coverage of plastic/.
 
-    python bench/suite.py [--ref REF] [--runs N] [--burner-on RUN ...] [--workdir DIR]
+    python bench/suite.py [--ref REF] [--runs N] [--burner-on RUN ...] [--workdir DIR] [--clones DIR]
     python bench/suite.py --coverage [--ref REF] [--pytest-args "..."]
 
 Each run clones this repository at REF (default HEAD) into a new directory, as CI does, and runs
@@ -16,8 +16,10 @@ directory.
 prints line coverage of plastic/ per package, with make test's pytest-xdist options unless
 `--pytest-args` says otherwise (the baseline of 2026-11-28 was measured with "-n 3 --dist loadfile").
 
-The clones (suite-clone-N, beside this checkout, as CI's clone is: tests read ../shared there and skip
-without it) stay until the next run of the same number; logs, junit XML and figures go to the work
+The clones (suite-clone-N) go to a folder that holds nothing else (--clones, default
+plastic-suite-clones in the system's temporary directory), so a clone has what a user's fresh clone
+has and nothing beside it: a test that reached outside the repository for data would fail or skip
+there.  They stay until the next run of the same number; logs, junit XML and figures go to the work
 directory (--workdir, default ../suite-bench); figures go to BENCHMARKS.md by hand, with the machine
 and the date.
 """
@@ -31,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -38,10 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# the clones sit beside this checkout, as CI's clone does: tests read ../shared there (the CWL conformance
-# suite, the WfCommons traces) and skip without it; a link would not do (cwltest compares the tool's path
-# with its resolved working directory, and passes a file:// URI when they differ)
-CLONES = REPO.parent
+# where the clones go unless --clones says otherwise: a folder of their own, with no sibling data for a
+# clone to find (a real directory: through a link cwltest sees the tool's path differ from its resolved
+# working directory and passes a file:// URI)
+CLONES = Path(tempfile.gettempdir()) / "plastic-suite-clones"
+CLONE_PREFIX = "suite-clone-"
 COVERAGE_PIN = "coverage==7.17.5"
 COVERAGE_RC = """[run]
 source_pkgs = plastic
@@ -84,6 +88,17 @@ def clone(ref: str, into: Path) -> str:
                           check=True).stdout.strip()
 
 
+def clones_folder(where: Path) -> Path:
+    """`where`, made if need be, after checking that it holds nothing but clones of this bench."""
+    where = where.resolve()
+    where.mkdir(parents=True, exist_ok=True)
+    others = sorted(p.name for p in where.iterdir() if not p.name.startswith(CLONE_PREFIX))
+    if others:
+        sys.exit(f"{where} holds more than this bench's clones ({', '.join(others)}): a clone there could read "
+                 f"them; give --clones an empty folder")
+    return where
+
+
 def burn() -> None:  # a child process: one core kept busy until it is terminated
     os.sched_setaffinity(0, {0})
     while True:
@@ -108,8 +123,8 @@ def read_junit(path: Path, figures: RunFigures) -> None:
                 figures.passed += 1
 
 
-def one_run(n: int, ref: str, workdir: Path, burner: bool) -> RunFigures:
-    where = CLONES / f"suite-clone-{n}"
+def one_run(n: int, ref: str, workdir: Path, burner: bool, clones: Path) -> RunFigures:
+    where = clones / f"{CLONE_PREFIX}{n}"
     sha = clone(ref, where)
     junit = workdir / f"run-{n}.xml"
     log = workdir / f"run-{n}.log"
@@ -134,8 +149,8 @@ def one_run(n: int, ref: str, workdir: Path, burner: bool) -> RunFigures:
     return figures
 
 
-def coverage_run(ref: str, workdir: Path, pytest_args: str | None) -> dict[str, tuple[int, int]]:
-    where = CLONES / "suite-clone-coverage"
+def coverage_run(ref: str, workdir: Path, pytest_args: str | None, clones: Path) -> dict[str, tuple[int, int]]:
+    where = clones / f"{CLONE_PREFIX}coverage"
     clone(ref, where)
     data = workdir / "coverage"
     shutil.rmtree(data, ignore_errors=True)
@@ -181,19 +196,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--coverage", action="store_true", help="one run under coverage.py instead, per package")
     ap.add_argument("--pytest-args", help="with --coverage: pytest's arguments (default: -n 3 --dist loadgroup --no-loadscope-reorder)")
     ap.add_argument("--workdir", type=Path, default=REPO.parent / "suite-bench")
+    ap.add_argument("--clones", type=Path, default=CLONES,
+                    help="where the clones go: a folder holding nothing else (default: %(default)s)")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
+    clones = clones_folder(args.clones)
     ref = subprocess.run(["git", "-C", str(REPO), "rev-parse", args.ref], capture_output=True, text=True,
                          check=True).stdout.strip()
     if args.coverage:
-        for package, (covered, statements) in per_package_rows(coverage_run(ref, args.workdir, args.pytest_args)):
+        table = coverage_run(ref, args.workdir, args.pytest_args, clones)
+        for package, (covered, statements) in per_package_rows(table):
             print(f"| {package} | {statements} | {covered} | {100 * covered / statements:.1f}% |")
         return 0
     print("| run | commit | burner | make test | pytest | passed | failed | skipped | cores busy |")
     print("|--:|---|---|--:|--:|--:|--:|--:|--:|")
     bad = 0
     for n in range(1, args.runs + 1):
-        f = one_run(n, ref, args.workdir, n in args.burner_on)
+        f = one_run(n, ref, args.workdir, n in args.burner_on, clones)
         bad += f.rc != 0
         print(f"| {n} | {f.ref} | {'one core' if f.burner else '-'} | {f.wall_s / 60:.1f} min | "
               f"{f.pytest_s / 60:.1f} min | {f.passed} | {f.failed} | {f.skipped} | {100 * f.busy:.0f}% |",

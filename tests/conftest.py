@@ -13,9 +13,11 @@ import pytest
 
 from plastic.store import start_embedded
 
-# tests/compose needs Docker and the images (the first Mesos build compiles for 35-60 minutes): it
-# runs with `make test-compose`, which sets PLASTIC_COMPOSE_TESTS=1, and is not collected otherwise
-collect_ignore = [] if os.environ.get("PLASTIC_COMPOSE_TESTS") == "1" else ["compose"]
+# tests/data holds data sets, not tests (the CWL conformance suite has Python files of its own, one named
+# test_*.py): never collected.  tests/compose needs Docker and the images (the first Mesos build compiles
+# for 35-60 minutes): it runs with `make test-compose`, which sets PLASTIC_COMPOSE_TESTS=1, and is not
+# collected otherwise
+collect_ignore = ["data"] + ([] if os.environ.get("PLASTIC_COMPOSE_TESTS") == "1" else ["compose"])
 
 
 # fixtures that start a cluster process (the local cluster, ZooKeeper): a test using one is marked

@@ -15,11 +15,10 @@ import pytest
 from plastic.catalogs import DEFAULT_CATALOG_NAME, load_catalog
 from plastic.core.errors import CatalogError
 from plastic.core.model import InstanceType
+from tests.data_paths import CATALOG, REPO, needs
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_CATALOG = REPO.parent / "shared" / "data" / "catalog"
-CSV = SHARED_CATALOG / "ec2_us-east-1_m5c5r5.csv"
-ADVISOR = SHARED_CATALOG / "spot-advisor-data.json"
+CSV = CATALOG / "ec2_us-east-1_m5c5r5.csv"
+ADVISOR = CATALOG / "spot-advisor-data.json"
 
 # The figures of ec2_us-east-1_m5c5r5.csv: name, vcpus, GiB, on-demand $/h, spot $/h, band.
 EXPECTED = [
@@ -60,8 +59,8 @@ class TestDefaultCatalog:
     def test_is_cached_and_equal(self) -> None:
         assert load_catalog(None) is load_catalog(None)
 
-    @pytest.mark.skipif(not CSV.is_file(), reason=f"shared catalog data not found at {CSV}")
-    def test_matches_the_shared_csv(self) -> None:
+    @needs(CSV)
+    def test_matches_the_csv_it_was_made_from(self) -> None:
         got = {t.name: t for t in load_catalog(None).instance_types}
         with CSV.open(newline="") as fh:
             rows = list(csv.DictReader(fh))
@@ -74,7 +73,7 @@ class TestDefaultCatalog:
             assert t.spot_usd_per_hour == float(r["spot_est_usd_per_h"])
             assert t.spot_interruption_band == r["interruption_band"]
 
-    @pytest.mark.skipif(not ADVISOR.is_file(), reason=f"spot advisor snapshot not found at {ADVISOR}")
+    @needs(ADVISOR)
     def test_spot_prices_follow_the_advisor(self) -> None:
         advisor = json.loads(ADVISOR.read_text())
         labels = [r["label"] for r in sorted(advisor["ranges"], key=lambda r: r["index"])]

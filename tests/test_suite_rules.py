@@ -25,6 +25,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
+DATA = TESTS / "data"
 
 
 # (b): the sleeps that are not bets, by file and the call's source text.
@@ -38,7 +39,8 @@ SLEEPS_ALLOWED: dict[tuple[str, str], str] = {
 
 
 def _files() -> list[Path]:
-    return sorted(p for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts)
+    """The suite's modules (not the Python files of the data sets under tests/data)."""
+    return sorted(p for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts and DATA not in p.parents)
 
 
 def _rel(path: Path) -> str:

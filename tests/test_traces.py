@@ -17,11 +17,10 @@ from plastic import traces
 from plastic.core.errors import TraceError
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Workload
 from plastic.traces import is_wfcommons_file, load_trace
+from tests.data_paths import REPO, WFINSTANCES, needs, require
 
-REPO = Path(__file__).resolve().parents[1]
-WFINSTANCES = REPO.parent / "shared" / "data" / "wfinstances"
-REAL = sorted(WFINSTANCES.glob("*.json")) if WFINSTANCES.is_dir() else []
-needs_real = pytest.mark.skipif(not REAL, reason=f"WfCommons traces not found in {WFINSTANCES}")
+REAL = sorted(WFINSTANCES.glob("*.json"))
+needs_real = needs(WFINSTANCES)
 MIB = 1 << 20
 
 
@@ -37,10 +36,7 @@ synthetic = _synthetic()
 
 
 def real(name: str) -> Path:
-    path = WFINSTANCES / name
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
-    return path
+    return require(WFINSTANCES / name)
 
 
 # --- the five real traces ----------------------------------------------------

@@ -3,7 +3,7 @@
 No Mesos package exists for this platform, so `plastic local` (and
 `plastic.local.handle.LocalCluster` for `plastic run` and tests) brings a master whose wire
 behaviour follows recorded transcripts of a real Mesos 1.11.1 master
-(../shared/mesos-1.11-transcripts), agents that run tasks as real process
+(tests/data/mesos-1.11-transcripts), agents that run tasks as real process
 groups, and an EC2 instance-metadata endpoint per preemptible agent for spot
 interruption notices.
 

@@ -1,7 +1,7 @@
 """JSON shapes of the Mesos v1 API as a real 1.11.1 master sends them.
 
 Field names and their order follow the recorded transcripts
-(../shared/mesos-1.11-transcripts): a status is task_id, state, message,
+(tests/data/mesos-1.11-transcripts): a status is task_id, state, message,
 source, reason, agent_id, executor_id, timestamp, uuid, container_status,
 unreachable_time.
 """

@@ -8,7 +8,7 @@ ping timeouts, spot interruptions) lives in one timer heap: the runtime asks
 `next_deadline()` and calls `advance(now)` when it passes.  This makes the
 whole master testable without sockets, processes or sleeping.
 
-The model follows Mesos 1.11 as recorded in ../shared/mesos-1.11-transcripts:
+The model follows Mesos 1.11 as recorded in tests/data/mesos-1.11-transcripts:
 the master's view of a task is the latest state its agent reported (so
 resources come back at once), while the updates themselves reach the framework
 one at a time per task, each re-sent until acknowledged.

@@ -26,7 +26,7 @@ def test_every_command_loads_under_its_name_and_help_lists_them_all():
 
 
 def test_plan_imports_neither_the_local_cluster_nor_the_cloud_nor_the_service():
-    trace = REPO / "tests" / "cli" / "data" / "tiny-trace.json"  # the repository's own: clones have no ../shared
+    trace = REPO / "tests" / "cli" / "data" / "tiny-trace.json"  # the tests' own five-task trace: a quick plan
     probe = ("import sys\nfrom plastic.cli.group import cli\n"
              f"try:\n    cli(['plan', {str(trace)!r}, '--format', 'json'], standalone_mode=False)\n"
              "finally:\n    print(sorted(m for m in sys.modules if m.startswith('plastic.')), file=sys.stderr)\n")

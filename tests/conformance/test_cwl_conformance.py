@@ -1,6 +1,6 @@
 """The CWL v1.2 conformance tests tagged `required`, through `plastic run`.
 
-cwltest runs the 84 required tests of ../shared/cwl-v1.2 (next to the repository), two at a time,
+cwltest runs the 84 required tests of tests/data/cwl-v1.2 (the suite's copy in the repository), two at a time,
 through `plastic run` (each test its own local cluster, Redis and run directory: the annotations
 lowered, the plan, the elastic cluster, Toil with --batchSystem plastic, the printed outputs), in
 SHARDS pieces so that `make test`'s workers share them out.  Every test must pass except those in
@@ -13,7 +13,7 @@ second pass here; `plastic run` runs them through that same batch system and che
 pass is left to `bench/conformance.py --only plastic` (and `--only all`).
 
 Run alone with `pytest tests/conformance` (about 8 minutes on 2 cores); deselect with
-`-m "not conformance"`.  Skipped when ../shared/cwl-v1.2 is absent.
+`-m "not conformance"`.  Skipped (one line saying how to restore it) when the checkout lacks the suite.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from bench import conformance
+from tests.data_paths import CWL_SUITE as SUITE
+from tests.data_paths import needs
 
-REPO = Path(__file__).resolve().parents[2]
-SUITE = REPO.parent / "shared" / "cwl-v1.2"
 TAGS = "required"
 TIMEOUT_S = 180
 SHARDS = 4  # about 2 minutes each on two cores
@@ -41,8 +41,7 @@ KNOWN_FAILURES: dict[str, str] = {
                                "--relax-path-checks is given",
 }
 
-needs_suite = pytest.mark.skipif(not (SUITE / "conformance_tests.yaml").exists(),
-                                 reason=f"the CWL v1.2 conformance suite is not at {SUITE}")
+needs_suite = needs(SUITE / "conformance_tests.yaml")
 
 
 def problems(tests: list[conformance.TestOutcome], known: dict[str, str]) -> list[str]:

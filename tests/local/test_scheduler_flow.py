@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
 
 from plastic.local.handle import LocalCluster
 from plastic.mesos.recordio import Decoder
+from tests.data_paths import MESOS_TRANSCRIPTS, require
 from tests.local.clusters import SPEC
 from tests.local.rawmesos import attrs, operator, scalar, task_info
 from tests.local.scheduler_scenarios import (  # collected here too: they run against any master
@@ -23,13 +23,9 @@ from tests.local.scheduler_scenarios import (  # collected here too: they run ag
 )
 from tests.waiting import eventually
 
-TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "mesos-1.11-transcripts"
-
 
 def _transcript_events(name: str) -> list[dict]:
-    path = TRANSCRIPTS / name
-    if not path.exists():
-        pytest.skip(f"no transcript {path}")
+    path = require(MESOS_TRANSCRIPTS / name)
     return [json.loads(line)["event"] for line in path.read_text().splitlines() if line.strip()]
 
 

@@ -1,4 +1,5 @@
-"""Readers of the real Mesos 1.11.1 wire transcripts in ../shared/mesos-1.11-transcripts/."""
+"""Readers of the real Mesos 1.11.1 wire transcripts in tests/data/mesos-1.11-transcripts/ (or the folder
+PLASTIC_MESOS_TRANSCRIPTS names)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from tests.data_paths import MESOS_TRANSCRIPTS
+from tests.data_paths import require as require_data
 
-_DEFAULT = Path(__file__).resolve().parents[3] / "shared" / "mesos-1.11-transcripts"
-TRANSCRIPTS = Path(os.environ.get("PLASTIC_MESOS_TRANSCRIPTS", _DEFAULT))
+TRANSCRIPTS = Path(os.environ.get("PLASTIC_MESOS_TRANSCRIPTS", MESOS_TRANSCRIPTS))
 
 _MARKER = re.compile(rb"#\[t=([0-9.]+)s since request, (\d+) bytes\]\n")
 
 
 def require() -> Path:
-    if not TRANSCRIPTS.is_dir():
-        pytest.skip(f"Mesos transcripts not found at {TRANSCRIPTS}")
-    return TRANSCRIPTS
+    return require_data(TRANSCRIPTS)
 
 
 @dataclass
