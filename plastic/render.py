@@ -71,8 +71,7 @@ def plan_as_table(plan: Plan, *, width: int | None = None) -> str:
         f"cost:                {plan.usd_per_hour:.4f} $/h",
         f"same nodes on-demand: {plan.on_demand_usd_per_hour:.4f} $/h "
         f"(savings {100 * plan.savings_vs_on_demand:.1f}%)",
-        f"lower bound (LP):    {plan.lower_bound_usd_per_hour:.4f} $/h "
-        f"(plan is {max(100 * (plan.ratio_to_lower_bound - 1), 0.0):.1f}% above it)",  # no plan is below: float noise
+        *bound_lines(plan),
     ]
     if plan.budget_usd_per_hour is not None:
         lines.append(f"budget:              {plan.budget_usd_per_hour:.4f} $/h")
@@ -85,6 +84,21 @@ def plan_as_table(plan: Plan, *, width: int | None = None) -> str:
     for line in lines:
         console.print(line, highlight=False, markup=False)
     return console.export_text()
+
+
+def bound_lines(plan: Plan) -> list[str]:
+    """The plan's lower bound, what it is the least cost of and how far above it the plan is; then each
+    bound that is not one of this plan's cost (the at-once bound of a budget plan whose tasks queue)."""
+    ratio = plan.cost_over_lower_bound
+    # to the tenth printed, without the sign of a zero that float noise gives a plan at its bound
+    above = "" if ratio is None else f" (plan is {round(100 * (ratio - 1), 1) + 0.0:.1f}% above it)"
+    if not plan.bounds:  # a plan document written before the bounds said what they bound
+        return [f"lower bound:         {plan.lower_bound_usd_per_hour:.4f} $/h{above}"] if ratio is not None else []
+    first, *others = plan.bounds
+    lines = [f"lower bound:         {first.usd_per_hour:.4f} $/h to run {first.to_run}{above}"]
+    lines += [f"                     {b.usd_per_hour:.4f} $/h to run {b.to_run}: not a bound of this plan, "
+              f"whose tasks queue" for b in others if not b.applies]
+    return lines
 
 
 class _NullFile:

@@ -7,6 +7,7 @@
     report.py   plastic report (the run's picture)
     group.py    the `plastic` group with every command registered
     redis_opts.py  --redis URL / --redis-ca FILE, shared by every command that reaches Redis
+    options.py  the options several commands share (--notice-seconds, --catalog, SECONDS), old spellings
 
 Every command is a thin shell: heavy libraries load inside the commands that need them, so
 `plastic plan TRACE` starts fast.

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from plastic.cli.options import URL
 from plastic.cli.redis_opts import redis_options
 from plastic.cli.redis_opts import redis_url as checked_url
 
@@ -35,13 +36,13 @@ def _notice_line(kind: str, target: str, fields: Mapping[str, Any]) -> str:
     return f"notice {kind}{action} {target} instance {fields.get('instance_id')}{when}"
 
 
-@click.command("sqs-watch")
-@click.option("--queue-url", required=True, help="The SQS queue EventBridge sends EC2 spot events to "
+@click.command("sqs-watch", short_help="Publish EC2 spot events from SQS as notices in Redis.")
+@click.option("--queue-url", metavar=URL, required=True, help="The SQS queue EventBridge sends EC2 spot events to "
                                                  "(see plastic sqs-setup).")
 @click.option("--region", help="AWS region (default: the one in the queue URL, else AWS_REGION / the AWS config).")
 @redis_options("Redis URL (default: $PLASTIC_REDIS_URL, else the embedded server of $PLASTIC_HOME, "
                "default ~/.local/state/plastic), the same as plastic serve.")
-@click.option("--wait-seconds", type=click.IntRange(0, 20), default=20, show_default=True,
+@click.option("--wait-seconds", type=click.IntRange(0, 20), metavar="SECONDS", default=20, show_default=True,
               help="SQS long-poll wait per receive.")
 @click.option("--max-rounds", type=click.IntRange(min=1), hidden=True, help="Stop after this many receives (tests).")
 def sqs_watch(queue_url: str, region: str | None, redis_url: str | None, redis_ca: str | None, wait_seconds: int,
@@ -84,7 +85,7 @@ def sqs_watch(queue_url: str, region: str | None, redis_url: str | None, redis_c
         conn.close()
 
 
-@click.command("sqs-setup")
+@click.command("sqs-setup", short_help="Create the EventBridge rule and SQS queue sqs-watch reads.")
 @click.option("--queue-name", required=True, help="SQS queue to create or reuse (standard, not FIFO).")
 @click.option("--rule-name", default="plastic-spot-events", show_default=True, help="EventBridge rule name.")
 @click.option("--region", help="AWS region (default: AWS_REGION / the AWS config).")

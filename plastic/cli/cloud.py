@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from plastic.cli.options import URL, Seconds, catalog_option
 from plastic.compose import AGENT_IMAGE
 
 
@@ -21,12 +22,13 @@ def _catalog(path: str | None):
     return load_catalog(path)
 
 
-@click.group("cloud", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("cloud", context_settings={"help_option_names": ["-h", "--help"]},
+             short_help="Create, list and remove a plan's hybrid cloud on EC2.")
 def cloud_group() -> None:
     """A plan's hybrid cloud on EC2: create it, list it, remove it (everything tagged plastic:run=ID)."""
 
 
-@cloud_group.command("up")
+@cloud_group.command("up", short_help="Create the plan's clusters on EC2.")
 @click.argument("plan_path", metavar="PLAN.json")
 @click.option("--run-id", required=True, help="Names and tags everything created (letters, digits, '-').")
 @click.option("--region", help="AWS region (default: AWS_REGION / the AWS config).")
@@ -34,15 +36,15 @@ def cloud_group() -> None:
 @click.option("--key-name", help="EC2 key pair for SSH to the instances.")
 @click.option("--image-id", required=True, help="AMI of the instances (Debian 12 or any Linux with Docker).")
 @click.option("--instance-profile", help="IAM instance profile of the instances.")
-@click.option("--master", default="zk://127.0.0.1:2181/mesos", show_default=True,
+@click.option("--master", metavar=URL, default="zk://127.0.0.1:2181/mesos", show_default=True,
               help="The Mesos master the agents join (host:port or zk://...).")
-@click.option("--redis", "redis_url", default="redis://127.0.0.1:6379/0", show_default=True,
+@click.option("--redis", "redis_url", metavar=URL, default="redis://127.0.0.1:6379/0", show_default=True,
               help="The run's Redis, where spot agents' watchers publish notices (rediss://... for TLS).")
-@click.option("--redis-ca", "redis_ca", metavar="FILE",
+@click.option("--redis-ca", "redis_ca", type=click.Path(dir_okay=False),
               help="CA certificate (PEM) of a rediss:// Redis; it is written on each spot instance for its watcher.")
 @click.option("--agent-image", default=AGENT_IMAGE, show_default=True,
               help="Docker image of the Mesos agent (deploy/mesos/Dockerfile), pullable by the instances.")
-@click.option("--catalog", "catalog_path", help="Instance catalog (default: the bundled AWS us-east-1 one).")
+@catalog_option("Instance catalog (default: the embedded EC2 us-east-1 catalog).")
 @click.option("--dry-run", is_flag=True, help="Print the API calls up would make; make none.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def cloud_up(plan_path: str, run_id: str, region: str | None, subnet: str | None, key_name: str | None,
@@ -88,10 +90,10 @@ def cloud_up(plan_path: str, run_id: str, region: str | None, subnet: str | None
     click.echo(f"plastic cloud up: {len(aws.calls)} API call(s) in {time.monotonic() - t0:.1f} s", err=True)
 
 
-@cloud_group.command("status")
+@cloud_group.command("status", short_help="List the run's instances and their prices.")
 @click.argument("run_id", metavar="RUN_ID")
 @click.option("--region", help="AWS region (default: AWS_REGION / the AWS config).")
-@click.option("--catalog", "catalog_path", help="Instance catalog for the prices.")
+@catalog_option("Instance catalog for the prices (default: the embedded EC2 us-east-1 catalog).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def cloud_status(run_id: str, region: str | None, catalog_path: str | None, fmt: str) -> None:
     """The run's instances: cluster, type, market, state, since, $/h."""
@@ -116,10 +118,10 @@ def cloud_status(run_id: str, region: str | None, catalog_path: str | None, fmt:
     click.echo(f"{len(live)} live instance(s), {sum(r['usd_per_hour'] for r in live):.4f} $/h")
 
 
-@cloud_group.command("down")
+@cloud_group.command("down", short_help="Remove everything tagged with the run.")
 @click.argument("run_id", metavar="RUN_ID")
 @click.option("--region", help="AWS region (default: AWS_REGION / the AWS config).")
-@click.option("--wait-seconds", type=click.FloatRange(min=0), default=600, show_default=True,
+@click.option("--wait-seconds", type=Seconds(), default=600.0, show_default=True,
               help="How long to wait for instances to terminate before removing their security group.")
 def cloud_down(run_id: str, region: str | None, wait_seconds: float) -> None:
     """Remove every resource tagged with the run (instances, launch templates, the security group, the

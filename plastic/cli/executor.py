@@ -7,13 +7,14 @@ import sys
 
 import click
 
+from plastic.cli.options import Seconds
 from plastic.core.executor.book import DEFAULT_IDLE_S, DEFAULT_KILL_GRACE_S
 
 
-@click.command("executor")
-@click.option("--idle-seconds", type=click.FloatRange(min=0.0), default=DEFAULT_IDLE_S, show_default=True,
+@click.command("executor", short_help="Run the tasks a framework places on this agent.")
+@click.option("--idle-seconds", type=Seconds(), default=DEFAULT_IDLE_S, show_default=True,
               help="Leave after this long with no task, giving the executor's share back to the cluster.")
-@click.option("--kill-grace-seconds", type=click.FloatRange(min=0.0), default=DEFAULT_KILL_GRACE_S,
+@click.option("--kill-grace-seconds", type=Seconds(), default=DEFAULT_KILL_GRACE_S,
               show_default=True, help="SIGTERM to SIGKILL of a killed task whose kill policy names no grace.")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def executor(idle_seconds: float, kill_grace_seconds: float, verbose: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
+from plastic.cli.options import URL, Seconds, notice_seconds_option
 
 log = logging.getLogger(__name__)
 
@@ -30,24 +30,23 @@ def _common_serve_options(f: Any) -> Any:
                      help="Master port on 127.0.0.1 (0: any free port)."),
         click.option("--workdir", type=click.Path(file_okay=False),
                      help="Sandboxes, state file and log (default: per user, keyed by port)."),
-        click.option("--heartbeat-seconds", type=click.FloatRange(min=0.05), default=15.0, show_default=True),
-        click.option("--agent-ping-timeout-seconds", type=click.FloatRange(min=0.0), default=15.0, show_default=True,
+        click.option("--heartbeat-seconds", type=Seconds(min=0.05), default=15.0, show_default=True),
+        click.option("--agent-ping-timeout-seconds", type=Seconds(), default=15.0, show_default=True,
                      help="How long after an agent dies the master reports its tasks lost (real Mesos: 75 s)."),
         click.option("--interrupt-rate", type=click.FloatRange(min=0.0, min_open=True),
                      help="Random spot interruptions: expected interruptions per preemptible agent per minute."),
-        click.option("--interrupt-notice-seconds", type=click.FloatRange(min=0.0), default=INTERRUPTION_NOTICE_S, show_default=True,
-                     help="Notice given by random interruptions."),
+        notice_seconds_option("Random interruptions: the warning each gives before its agent dies."),
         click.option("--seed", type=int, help="Seed for random interruptions and ids."),
-        click.option("--update-retry-seconds", type=click.FloatRange(min=0.01), default=10.0, show_default=True,
+        click.option("--update-retry-seconds", type=Seconds(min=0.01), default=10.0, show_default=True,
                      help="First retry interval of unacknowledged status updates (doubles up to 10 min)."),
-        click.option("--kill-grace-seconds", type=click.FloatRange(min=0.0), default=3.0, show_default=True,
+        click.option("--kill-grace-seconds", type=Seconds(), default=3.0, show_default=True,
                      help="SIGTERM to SIGKILL grace when a task is killed."),
         click.option("--launcher-threads", type=click.IntRange(0, 64), default=0, hidden=True),
-        click.option("--replace-after-seconds", type=click.FloatRange(min=0.0),
+        click.option("--replace-after-seconds", type=Seconds(),
                      help="Replace a lost agent (interrupted or killed) by a new one after this delay."),
-        click.option("--boot-seconds", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+        click.option("--boot-seconds", type=Seconds(), default=0.0, show_default=True,
                      help="An agent created while the cluster runs (add-agent) registers this long after."),
-        click.option("--refuse-spot", default="",
+        click.option("--refuse-spot", metavar="TYPES", default="",
                      help="Emulate a spot capacity shortage: refuse spot agents of these instance types "
                           "(comma-separated; * for every type)."),
         click.option("--credentials", "credentials_file", type=click.Path(dir_okay=False),
@@ -75,7 +74,7 @@ def _load_spec(cluster_file: str | None, plan_file: str | None, spec_file: str |
 
 
 def _options(port: int, workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
-             interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
+             interrupt_rate: float | None, notice_seconds: float, seed: int | None,
              update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
              launcher_threads: int = 0, boot_seconds: float = 0.0, refuse_spot: str = "",
              credentials_file: str | None = None) -> Any:
@@ -84,25 +83,25 @@ def _options(port: int, workdir: str | None, heartbeat_seconds: float, agent_pin
 
     return Options(port=port, workdir=Path(workdir).resolve() if workdir else None, heartbeat_s=heartbeat_seconds,
                    agent_ping_timeout_s=agent_ping_timeout_seconds, interrupt_rate_per_min=interrupt_rate,
-                   interrupt_notice_s=interrupt_notice_seconds, seed=seed, update_retry_s=update_retry_seconds,
+                   interrupt_notice_s=notice_seconds, seed=seed, update_retry_s=update_retry_seconds,
                    kill_grace_s=kill_grace_seconds, replace_after_s=replace_after_seconds,
                    launcher_threads=launcher_threads, boot_s=boot_seconds,
                    refuse_spot=tuple(t.strip() for t in refuse_spot.split(",") if t.strip()),
                    credentials=read_credentials(credentials_file) if credentials_file else ())
 
 
-@click.group("local")
+@click.group("local", short_help="Run a local Mesos-API cluster with spot interruptions.")
 def local_group() -> None:
     """A local cluster speaking the Mesos v1 HTTP API, with emulated spot interruptions."""
 
 
-@local_group.command("up")
+@local_group.command("up", short_help="Start a local cluster from CLUSTER.yaml or a plan.")
 @_common_serve_options
 @click.option("--detach", is_flag=True, help="Run in the background; print the master URL once it answers.")
-@click.option("--timeout", type=float, default=30.0, show_default=True, help="--detach: seconds to wait for it.")
+@click.option("--timeout", type=Seconds(), default=30.0, show_default=True, help="--detach: how long to wait for it.")
 def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, port: int, workdir: str | None,
        heartbeat_seconds: float, agent_ping_timeout_seconds: float, interrupt_rate: float | None,
-       interrupt_notice_seconds: float, seed: int | None, update_retry_seconds: float, kill_grace_seconds: float,
+       notice_seconds: float, seed: int | None, update_retry_seconds: float, kill_grace_seconds: float,
        replace_after_seconds: float | None, launcher_threads: int, boot_seconds: float, refuse_spot: str,
        credentials_file: str | None, detach: bool, timeout: float) -> None:
     """Start a master on 127.0.0.1 with agents from CLUSTER.yaml or a plan."""
@@ -125,7 +124,7 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
         args = sup.serve_args(source_flag=flag, source=str(Path(source).resolve()), port=port, workdir=str(wd),
                               state_file=str(state_file), heartbeat=heartbeat_seconds,
                               ping_timeout=agent_ping_timeout_seconds, interrupt_rate=interrupt_rate,
-                              notice=interrupt_notice_seconds, seed=seed, update_retry=update_retry_seconds,
+                              notice=notice_seconds, seed=seed, update_retry=update_retry_seconds,
                               kill_grace=kill_grace_seconds, replace_after=replace_after_seconds, parent_pid=None,
                               boot=boot_seconds, refuse_spot=refuse_spot,
                               credentials=str(Path(credentials_file).resolve()) if credentials_file else None)
@@ -140,7 +139,7 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
     from plastic.local.server import serve
 
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
-                       interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
+                       notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
                        replace_after_seconds, launcher_threads, boot_seconds, refuse_spot, credentials_file)
 
     def ready(cluster: Any, doc: dict[str, Any]) -> None:
@@ -155,17 +154,17 @@ def up(cluster_file: str | None, plan_file: str | None, spec_file: str | None, p
         raise click.ClickException(f"cannot start the local cluster: {exc}") from None
 
 
-@local_group.command("serve", hidden=True)
+@local_group.command("serve", hidden=True, short_help="Serve a cluster in this process (for up --detach).")
 @_common_serve_options
 @click.option("--state-file", type=click.Path(dir_okay=False))
 @click.option("--parent-pid", type=int, help="Stop when this process dies.")
 @click.option("--remove-workdir", is_flag=True, help="Delete the workdir on exit (a throw-away one).")
 @click.option("--lease-file", type=click.Path(dir_okay=False),
               help="Stop when this file is gone or not touched for --lease-seconds.")
-@click.option("--lease-seconds", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option("--lease-seconds", type=Seconds(min=0.1), default=30.0, show_default=True)
 def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | None, port: int,
               workdir: str | None, heartbeat_seconds: float, agent_ping_timeout_seconds: float,
-              interrupt_rate: float | None, interrupt_notice_seconds: float, seed: int | None,
+              interrupt_rate: float | None, notice_seconds: float, seed: int | None,
               update_retry_seconds: float, kill_grace_seconds: float, replace_after_seconds: float | None,
               launcher_threads: int, boot_seconds: float, refuse_spot: str, credentials_file: str | None,
               state_file: str | None,
@@ -177,7 +176,7 @@ def serve_cmd(cluster_file: str | None, plan_file: str | None, spec_file: str | 
 
     spec, _, _ = _load_spec(cluster_file, plan_file, spec_file)
     options = _options(port, workdir, heartbeat_seconds, agent_ping_timeout_seconds, interrupt_rate,
-                       interrupt_notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
+                       notice_seconds, seed, update_retry_seconds, kill_grace_seconds,
                        replace_after_seconds, launcher_threads, boot_seconds, refuse_spot, credentials_file)
     asyncio.run(serve(spec, options, state_file=Path(state_file) if state_file else None, parent_pid=parent_pid,
                       remove_workdir=remove_workdir, lease_file=Path(lease_file) if lease_file else None,
@@ -202,13 +201,14 @@ def _request(method: str, url: str, **kwargs: Any) -> Any:
 
 
 _port_option = click.option("--port", type=click.IntRange(1, 65535), default=5050, show_default=True)
-_master_option = click.option("--master", help="Master URL (default: http://127.0.0.1:PORT).")
+_master_option = click.option("--master", metavar=URL, help="Master URL (default: http://127.0.0.1:PORT).")
 
 
-@local_group.command("down")
+@local_group.command("down", short_help="Stop a local cluster (its tasks, agents and master).")
 @_port_option
 @click.option("--workdir", type=click.Path(file_okay=False), help="The workdir given to `up`, if any.")
-@click.option("--timeout", type=float, default=15.0, show_default=True)
+@click.option("--timeout", type=Seconds(), default=15.0, show_default=True,
+              help="How long to wait for it to stop.")
 def down(port: int, workdir: str | None, timeout: float) -> None:
     """Stop a local cluster (its tasks, agents and master)."""
     from plastic.local import supervisor as sup
@@ -233,7 +233,7 @@ def down(port: int, workdir: str | None, timeout: float) -> None:
                else f"the local cluster (pid {pid}) was not running; cleaned up")
 
 
-@local_group.command("status")
+@local_group.command("status", short_help="Show agents, resources, tasks and interruptions.")
 @_port_option
 @_master_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
@@ -282,10 +282,11 @@ def _render_status(doc: dict[str, Any]) -> None:
     console.print(f"tasks launched: {doc['tasks_launched']}; active by state: {states}")
 
 
-@local_group.command("interrupt")
+@local_group.command("interrupt", short_help="Schedule a spot interruption of an agent or a cluster.")
 @click.argument("agent_id", required=False)
-@click.option("--cluster", "cluster_name", help="Interrupt every live preemptible agent of this cluster.")
-@click.option("--notice-seconds", type=click.FloatRange(min=0.0), default=INTERRUPTION_NOTICE_S, show_default=True)
+@click.option("--cluster", "cluster_name", metavar="NAME",
+              help="Interrupt every live preemptible agent of this cluster.")
+@notice_seconds_option("The warning it gives: the agent dies this long from now.")
 @click.option("--rebalance-only", is_flag=True, help="Only issue a rebalance recommendation.")
 @_port_option
 @_master_option
@@ -305,7 +306,7 @@ def interrupt(agent_id: str | None, cluster_name: str | None, notice_seconds: fl
         click.echo(f"{item['agent_id']}: {what}")
 
 
-@local_group.command("kill-agent")
+@local_group.command("kill-agent", short_help="Kill an agent at once, without notice.")
 @click.argument("agent_id")
 @_port_option
 @_master_option
@@ -315,9 +316,9 @@ def kill_agent(agent_id: str, port: int, master: str | None) -> None:
     click.echo(f"killed {doc['killed']}")
 
 
-@local_group.command("restart-agent")
+@local_group.command("restart-agent", short_help="Restart an agent's process; its tasks live on.")
 @click.argument("agent_id")
-@click.option("--down-seconds", type=click.FloatRange(0.0, 600.0), default=5.0, show_default=True,
+@click.option("--down-seconds", type=Seconds(max=600.0), default=5.0, show_default=True,
               help="How long the agent's process is away before it is back.")
 @_port_option
 @_master_option
@@ -328,14 +329,15 @@ def restart_agent(agent_id: str, down_seconds: float, port: int, master: str | N
     click.echo(f"{doc['restarting']}: back in {doc['down_seconds']:g} s")
 
 
-@local_group.command("add-agent")
-@click.option("--cluster", "cluster_name", required=True, help="The cluster the agents join (an attribute).")
+@local_group.command("add-agent", short_help="Add agents to the running cluster.")
+@click.option("--cluster", "cluster_name", metavar="NAME", required=True,
+              help="The cluster the agents join (an attribute).")
 @click.option("--cpus", type=click.FloatRange(min=0.0, min_open=True), required=True)
 @click.option("--ram-mib", type=click.FloatRange(min=0.0, min_open=True), required=True)
 @click.option("--preemptible", is_flag=True, help="Spot agents (they get an IMDS endpoint and can be interrupted).")
 @click.option("--instance-type", help="The instance type they stand for (an attribute).")
 @click.option("--count", type=click.IntRange(1, 64), default=1, show_default=True)
-@click.option("--boot-seconds", type=click.FloatRange(min=0.0),
+@click.option("--boot-seconds", type=Seconds(),
               help="They register this long after they are asked for (default: the cluster's --boot-seconds).")
 @_port_option
 @_master_option
@@ -351,7 +353,7 @@ def add_agent(cluster_name: str, cpus: float, ram_mib: float, preemptible: bool,
         click.echo(f"{a['agent_id']}  instance {a['instance_id']}  {a['state']}")
 
 
-@local_group.command("remove-agent")
+@local_group.command("remove-agent", short_help="Terminate an agent, as an instance is terminated.")
 @click.argument("agent_id")
 @_port_option
 @_master_option

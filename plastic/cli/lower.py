@@ -20,7 +20,7 @@ def _shown(path: str) -> str:
     return shlex.quote(shown)
 
 
-@click.command("lower")
+@click.command("lower", short_help="Lower a workflow's plastic annotations for Toil.")
 @click.argument("workflow", type=click.Path())
 @click.argument("job", required=False, type=click.Path())
 @click.option("--outdir", "out_dir", required=True, type=click.Path(file_okay=False),

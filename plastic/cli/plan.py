@@ -11,6 +11,7 @@ import os
 import click
 
 from plastic.cli.inputs import refuse_option
+from plastic.cli.options import catalog_option
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +48,12 @@ def _load_workload(input_path: str, job: str | None, *, preempt: str, infer_pree
     return Workload(tasks, workload.assumptions + (f"--preempt {preempt}: every task {forced}",), workload.source)
 
 
-def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and not value > 0:
-        raise click.BadParameter(f"must be > 0, got {value}")
-    return value
-
-
-@click.command("plan", context_settings={"ignore_unknown_options": True})
+@click.command("plan", context_settings={"ignore_unknown_options": True},
+               short_help="Size the hybrid cloud for a workflow or a trace.")
 @click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
 @click.argument("job", required=False, type=click.Path(dir_okay=False))
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE]...")
-@click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False),
-              help="Instance catalog (YAML/JSON); default: the embedded EC2 us-east-1 catalog.")
+@catalog_option("Instance catalog (YAML/JSON); default: the embedded EC2 us-east-1 catalog.")
 @click.option("--concurrent", is_flag=True, help="Pack every task at once instead of planning per wave.")
 @click.option("--preempt", type=click.Choice(["infer", "all", "none"]), default="infer", show_default=True,
               help="Preemptibility: inferred (annotations, replication), or forced for every task.")
@@ -67,7 +62,8 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               help="Traces: RAM for tasks without memoryInBytes.")
 @click.option("--scatter-width", type=click.IntRange(min=1), default=1, show_default=True,
               help="CWL without a job order: assumed width of dynamic scatters.")
-@click.option("--budget-per-hour", type=float, callback=_positive, help="Budget in USD per hour.")
+@click.option("--budget-per-hour", type=click.FloatRange(min=0.0, min_open=True), metavar="USD",
+              help="Budget in USD per hour.")
 @click.option("--reserve-vcpus", type=click.IntRange(min=0), default=0, show_default=True,
               help="vCPUs kept on every node for the OS and the Mesos agent.")
 @click.option("--reserve-ram-mib", type=click.IntRange(min=0), default=0, show_default=True,
@@ -128,7 +124,8 @@ def plan(input_path: str, job: str | None, inputs: tuple[str, ...], catalog_path
         click.echo(text, nl=False)
 
 
-@click.command("inspect", context_settings={"ignore_unknown_options": True})
+@click.command("inspect", context_settings={"ignore_unknown_options": True},
+               short_help="Show how plastic reads a CWL workflow, step by step.")
 @click.argument("workflow", type=click.Path())
 @click.argument("job", required=False, type=click.Path())
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE]...")

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from plastic.cli.options import URL
 from plastic.store.urls import URL_ENV
 
 CA_HELP = ("CA certificate file (PEM) that signs the TLS server's certificate, for a rediss:// URL "
@@ -23,8 +24,8 @@ def redis_options(url_help: str) -> Callable[[Callable[..., Any]], Callable[...,
     """The two options, as ``redis_url`` and ``redis_ca`` parameters."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        command = click.option("--redis-ca", "redis_ca", metavar="FILE", help=CA_HELP)(command)
-        return click.option("--redis", "redis_url", metavar="URL", help=url_help)(command)
+        command = click.option("--redis-ca", "redis_ca", type=click.Path(dir_okay=False), help=CA_HELP)(command)
+        return click.option("--redis", "redis_url", metavar=URL, help=url_help)(command)
 
     return decorate
 

@@ -36,7 +36,7 @@ def _run_dir(run: str, redis_url: str | None, redis_ca: str | None) -> Path:
     return Path(run_dir)
 
 
-@click.command("report")
+@click.command("report", short_help="Show a run's report, or write its picture as HTML.")
 @click.argument("run")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the run's picture here: one self-contained HTML page (timeline of every attempt per "

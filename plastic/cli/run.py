@@ -9,13 +9,14 @@ from pathlib import Path
 import click
 
 from plastic.cli.inputs import refuse_option
+from plastic.cli.options import URL, Seconds, catalog_option, notice_seconds_option
 from plastic.cli.redis_opts import redis_options
 from plastic.core.book.notices import REBALANCE_MODES
-from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True})
+@click.command("run", context_settings={"ignore_unknown_options": True},
+               short_help="Plan and run a CWL workflow, then print its report.")
 @click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("job", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("toil_args", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE | TOIL-OPTION]...")
@@ -23,7 +24,7 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
               help="Where the workflow's output files go.")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Use this plan (plastic plan --format json) instead of planning now.")
-@click.option("--master", help="A Mesos master (http://HOST:PORT or zk://...); default: a local cluster "
+@click.option("--master", metavar=URL, help="A Mesos master (http://HOST:PORT or zk://...); default: a local cluster "
                                "shaped like the plan.")
 @click.option("--mesos-credential", type=click.Path(dir_okay=False, path_type=Path),
               help="With --master, for a master that authenticates frameworks: a file holding the credential, "
@@ -35,14 +36,12 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
               help="Also write the final report as JSON here.")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Files of the run (default: .plastic/runs/RUN_ID).")
-@click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False),
-              help="Instance catalog for planning and prices (default: the embedded EC2 catalog).")
+@catalog_option("Instance catalog for planning and prices (default: the embedded EC2 catalog).")
 @click.option("--max-agents", type=click.IntRange(min=1), default=8, show_default=True,
               help="Local cluster: at most this many agents (at least one per planned cluster).")
 @click.option("--interrupt-rate", type=click.FloatRange(min=0.0, min_open=True),
               help="Local cluster: random spot interruptions per burst agent per minute.")
-@click.option("--notice-seconds", type=click.FloatRange(min=0.0), default=INTERRUPTION_NOTICE_S, show_default=True,
-              help="Local cluster: warning time before an interrupted agent dies.")
+@notice_seconds_option("Local cluster: the warning a random interruption gives before its agent dies.")
 @click.option("--seed", type=int, help="Local cluster: seed for random interruptions.")
 @click.option("--run-id", help="Use this run id (a run submitted with `plastic submit` is taken over).")
 @click.option("--quiet", is_flag=True, help="No progress display (the outputs and the report still print).")
@@ -55,13 +54,13 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
                    "nodes and releases idle ones).")
 @click.option("--max-nodes", type=click.IntRange(min=1),
               help="Elastic: at most this many live nodes (default: --max-agents on a local cluster).")
-@click.option("--idle-seconds", "idle_s", type=click.FloatRange(min=0.0, min_open=True),
+@click.option("--idle-seconds", "idle_s", type=Seconds(min_open=True),
               help=f"Elastic: release a node without work for this long (default: {DEFAULT_NODE_IDLE_S:g}).")
-@click.option("--budget-per-hour", "budget_usd_per_hour", type=click.FloatRange(min=0.0, min_open=True),
+@click.option("--budget-per-hour", "budget_usd_per_hour", type=click.FloatRange(min=0.0, min_open=True), metavar="USD",
               help="Elastic: the live nodes never cost more than this many USD per hour.")
-@click.option("--budget-usd", type=click.FloatRange(min=0.0, min_open=True),
+@click.option("--budget-usd", type=click.FloatRange(min=0.0, min_open=True), metavar="USD",
               help="Elastic: stop growing when the run's projected spend reaches this many USD.")
-@click.option("--boot-seconds", "boot_s", type=click.FloatRange(min=0.0),
+@click.option("--boot-seconds", "boot_s", type=Seconds(),
               help="Local cluster, elastic: how long a new agent takes to boot (default: 0).")
 @click.option("--refuse-spot", metavar="TYPES",
               help="Local cluster, elastic: emulate a spot shortage, refusing spot agents of these instance "
@@ -81,7 +80,7 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 @click.option("--rebalance", type=click.Choice(REBALANCE_MODES),
               help="What a spot rebalance recommendation does to its agent: nothing (ignore), no new long tasks "
                    "there (avoid-long, the default), or no new tasks and a drain (drain).")
-@click.option("--adopt-seconds", "adopt_s", type=click.FloatRange(min=0.0),
+@click.option("--adopt-seconds", "adopt_s", type=Seconds(),
               help="With --resume: let a task of the killed run that is still running finish (its work kept) "
                    "when it is expected to within this many seconds; others are killed and run again "
                    "(0: kill them all; default: 300).")

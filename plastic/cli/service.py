@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from plastic.cli.inputs import refuse_option
+from plastic.cli.options import URL
 from plastic.cli.redis_opts import redis_options
 from plastic.cli.redis_opts import redis_url as checked_url
 from plastic.core.book.lifecycle import TaskState
@@ -32,9 +33,10 @@ def _store(redis_url: str | None, redis_ca: str | None):
     return Store(conn.client), conn
 
 
-@click.command("serve")
+@click.command("serve", short_help="Run submitted workflows until interrupted.")
 @_redis_option
-@click.option("--master", help="Run every workflow on this Mesos master (default: a local cluster per run).")
+@click.option("--master", metavar=URL,
+              help="Run every workflow on this Mesos master (default: a local cluster per run).")
 @click.option("--max-runs", type=click.IntRange(min=1), default=2, show_default=True,
               help="How many runs at once.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -66,7 +68,8 @@ def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_r
         conn.close()
 
 
-@click.command("submit", context_settings={"ignore_unknown_options": True})
+@click.command("submit", context_settings={"ignore_unknown_options": True},
+               short_help="Queue a workflow for `plastic serve`; print its run id.")
 @click.argument("workflow", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("job", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("toil_args", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE | TOIL-OPTION]...")
@@ -165,7 +168,7 @@ def _done(counts) -> str:
     return f"{counts.get(TaskState.FINISHED, 0)}/{seen}" if seen else ""
 
 
-@click.command("status")
+@click.command("status", short_help="Show the service's runs, or one run's tasks and events.")
 @click.argument("run", required=False)
 @_redis_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
@@ -247,7 +250,7 @@ def _event_json(ev) -> dict:
     return {**fields, "event_id": ev.id, "at": ev.at, "type": ev.type}
 
 
-@click.command("logs")
+@click.command("logs", short_help="Print a run's event stream: placements, notices, requeues.")
 @click.argument("run")
 @_redis_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events until the run ends.")

@@ -16,6 +16,7 @@ import threading
 
 import click
 
+from plastic.cli.options import URL, Seconds
 from plastic.cli.redis_opts import redis_options
 from plastic.core.errors import InputError
 from plastic.store.urls import URL_ENV
@@ -23,16 +24,6 @@ from plastic.store.urls import URL_ENV
 log = logging.getLogger(__name__)
 
 AWS_RECOMMENDED_INTERVAL_S = 5.0
-
-
-def seconds_value(text: str, option: str, *, allow_zero: bool = False) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"not a number of seconds: {text!r}", source=option) from None
-    if not (value >= 0 if allow_zero else value > 0) or value == float("inf"):
-        raise InputError(f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {text!r}", source=option)
-    return value
 
 
 def _redis(url: str | None, ca_file: str | None = None):
@@ -74,41 +65,39 @@ def setup_logging(verbose: int) -> None:
         logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-@click.command("agent-watch", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("agent-watch", context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="Publish this machine's spot notices (IMDS) into Redis.")
 @redis_options(f"Redis of the plastic run or service, redis://[USER:PASSWORD@]HOST[:PORT]/DB or rediss://... for "
-               f"TLS (default: ${URL_ENV}).")
-@click.option("--imds", "imds", metavar="URL", default="http://169.254.169.254", show_default=True,
+               f"TLS (default: ${URL_ENV}; one of the two is needed).")
+@click.option("--imds", "imds", metavar=URL, default="http://169.254.169.254", show_default=True,
               help="The instance metadata service.")
-@click.option("--interval", metavar="SECONDS", default="2", show_default=True,
+@click.option("--interval", type=Seconds(min_open=True), default=2.0, show_default=True,
               help="Poll IMDS this often (AWS recommends at least every 5 s).")
 @click.option("--agent-id", metavar="ID", help="This machine's Mesos agent id (default: notices name the EC2 "
                                                "instance id, from IMDS).")
-@click.option("--grace", metavar="SECONDS", default="30", show_default=True,
+@click.option("--grace", type=Seconds(), default=30.0, show_default=True,
               help="Exit this long after the interruption time.")
-@click.option("--token-ttl", metavar="SECONDS", default="21600", show_default=True,
+@click.option("--token-ttl", type=click.IntRange(min=1), metavar="SECONDS", default=21600, show_default=True,
               help="Lifetime asked for each IMDSv2 token (1..21600).")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
-def agent_watch(redis_url: str | None, redis_ca: str | None, imds: str, interval: str, agent_id: str | None,
-                grace: str, token_ttl: str, verbose: int) -> None:
+def agent_watch(redis_url: str | None, redis_ca: str | None, imds: str, interval: float, agent_id: str | None,
+                grace: float, token_ttl: int, verbose: int) -> None:
     """Watch this machine's IMDS for spot interruption notices and rebalance recommendations, and
     publish each once into plastic's Redis."""
     from plastic.watch.imds_client import MAX_TOKEN_TTL_S, ImdsClient
     from plastic.watch.watcher import AgentWatcher
 
-    interval_s = seconds_value(interval, "--interval")
-    grace_s = seconds_value(grace, "--grace", allow_zero=True)
-    ttl = seconds_value(token_ttl, "--token-ttl")
-    if not ttl.is_integer() or not 1 <= ttl <= MAX_TOKEN_TTL_S:
-        raise InputError(f"must be a whole number of seconds in 1..{MAX_TOKEN_TTL_S}, got {token_ttl!r}",
+    if token_ttl > MAX_TOKEN_TTL_S:
+        raise InputError(f"must be at most {MAX_TOKEN_TTL_S} seconds, got {token_ttl}",
                          source="--token-ttl")
     if agent_id is not None and (not agent_id.strip() or any(c.isspace() for c in agent_id)):
         raise InputError(f"not an agent id: {agent_id!r}", source="--agent-id")
     imds_url = imds_url_value(imds)
     store, client = _redis(redis_url, redis_ca)
     setup_logging(verbose)
-    if interval_s > AWS_RECOMMENDED_INTERVAL_S:
+    if interval > AWS_RECOMMENDED_INTERVAL_S:
         log.warning("--interval %.1f s: AWS recommends polling at least every %.0f s (the warning is two minutes)",
-                    interval_s, AWS_RECOMMENDED_INTERVAL_S)
+                    interval, AWS_RECOMMENDED_INTERVAL_S)
     from redis.exceptions import RedisError
 
     from plastic.store.urls import redact
@@ -121,9 +110,9 @@ def agent_watch(redis_url: str | None, redis_ca: str | None, imds: str, interval
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    client_imds = ImdsClient(imds_url, token_ttl_s=int(ttl))
+    client_imds = ImdsClient(imds_url, token_ttl_s=token_ttl)
     try:
-        outcome = AgentWatcher(client_imds, store, agent_id=agent_id, interval_s=interval_s, grace_s=grace_s).run(stop)
+        outcome = AgentWatcher(client_imds, store, agent_id=agent_id, interval_s=interval, grace_s=grace).run(stop)
         log.info("agent-watch: %s", outcome)
     finally:
         client_imds.close()

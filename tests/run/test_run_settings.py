@@ -18,11 +18,14 @@ NOT_KEPT = {"plan_path", "redis_url", "run_dir"}
 
 
 def _everything_set(tmp_path: Path) -> RunRequest:
-    """A request with every setting away from its default."""
+    """A request with every setting away from its default (its catalog a file that exists: `--catalog` takes
+    only such a file)."""
+    (tmp_path / "cat.json").write_text("{}")
     return RunRequest(workflow=tmp_path / "wf.cwl", job=tmp_path / "job.yml", outdir=tmp_path / "out",
                       plan_path=tmp_path / "plan.json", master="http://10.0.0.1:5050",
                       redis_url="redis://:secret@h:6379/0", report_path=tmp_path / "report.json",
-                      run_dir=tmp_path / "run", run_id="r-1", catalog_path="cat.json", max_agents=3,
+                      run_dir=tmp_path / "run", run_id="r-1", catalog_path=str(tmp_path / "cat.json"),
+                      max_agents=3,
                       interrupt_rate=0.5, notice_seconds=7.0, seed=11, toil_args=("--retryCount", "2"),
                       static=True, max_nodes=5, idle_s=12.0, budget_usd_per_hour=1.5, budget_usd=9.0, boot_s=3.0,
                       refuse_spot="m5.large", ec2=Ec2Settings(image_id="ami-1", region="eu-west-1", subnet="s-1"),

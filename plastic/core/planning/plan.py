@@ -46,13 +46,30 @@ class Cluster:
     usd_per_hour: float  # for the whole cluster
 
 
+# What a lower bound is of: no cluster that runs the tasks so costs less (plastic.core.planning.bounds)
+EVERY_TASK_AT_ONCE = "every task at once"
+EACH_WAVE_AT_ONCE = "each wave at once"
+ONE_AFTER_ANOTHER = "every task, one after another"
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """No cluster that runs the plan's tasks as `to_run` says costs less than `usd_per_hour`; `applies`:
+    the plan's cluster is one of them, so the bound is one of its cost (not so for the at-once bound of a
+    budget plan whose tasks queue)."""
+
+    usd_per_hour: float
+    to_run: str
+    applies: bool = True
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     tasks: tuple[TaskSpec, ...]
     nodes: tuple[PlannedNode, ...]
     usd_per_hour: float
     on_demand_usd_per_hour: float  # the same nodes, all bought on demand
-    lower_bound_usd_per_hour: float
+    lower_bound_usd_per_hour: float  # bounds this plan's cost: the greatest of `bounds` that applies
     mode: str  # "concurrent" | "waves" | "budget"
     assumptions: tuple[str, ...] = ()
     strategy: str = ""
@@ -60,6 +77,7 @@ class Plan:
     budget_usd_per_hour: float | None = None
     waves: int = 1
     catalog_source: str = ""
+    bounds: tuple[Bound, ...] = ()  # the one that binds first (plastic.core.planning.bounds.plan_bounds)
 
     @property
     def clusters(self) -> tuple[Cluster, ...]:
@@ -80,9 +98,10 @@ class Plan:
         return 1.0 - self.usd_per_hour / self.on_demand_usd_per_hour
 
     @property
-    def ratio_to_lower_bound(self) -> float:
+    def cost_over_lower_bound(self) -> float | None:
+        """The plan's cost over its lower bound (at least 1, but for float noise); None without a bound."""
         if self.lower_bound_usd_per_hour <= 0:
-            return 1.0
+            return None
         return self.usd_per_hour / self.lower_bound_usd_per_hour
 
 
@@ -157,9 +176,11 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         ],
         "cost_per_hour": _r(plan.usd_per_hour),
         "on_demand_cost_per_hour": _r(plan.on_demand_usd_per_hour),
-        "lower_bound_per_hour": _r(plan.lower_bound_usd_per_hour),
         "savings_vs_on_demand": round(plan.savings_vs_on_demand, 4),
-        "ratio_to_lower_bound": round(plan.ratio_to_lower_bound, 4),
+        "lower_bound_usd_per_hour": _r(plan.lower_bound_usd_per_hour),
+        "cost_over_lower_bound": None if (r := plan.cost_over_lower_bound) is None else round(r, 4),
+        "lower_bounds": [{"usd_per_hour": _r(b.usd_per_hour), "to_run": b.to_run, "bounds_this_plan": b.applies}
+                         for b in plan.bounds],
     }
 
 
@@ -196,16 +217,34 @@ def plan_from_json(doc: Any, *, source: str = "plan") -> Plan:
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"malformed plan ({type(exc).__name__}: {exc})", source=source, field="nodes") from None
     reserve = doc.get("reserve") or {}
+    mode = str(doc.get("mode", "concurrent"))
+    bound, bounds = _bounds_from_json(doc, mode, source)
     return Plan(
         tasks=tasks, nodes=nodes,
         usd_per_hour=float(_need(doc, "cost_per_hour", "", source)),
         on_demand_usd_per_hour=float(doc.get("on_demand_cost_per_hour", 0.0)),
-        lower_bound_usd_per_hour=float(doc.get("lower_bound_per_hour", 0.0)),
-        mode=str(doc.get("mode", "concurrent")), assumptions=tuple(doc.get("assumptions", ())),
+        lower_bound_usd_per_hour=bound, mode=mode, assumptions=tuple(doc.get("assumptions", ())),
         strategy=str(doc.get("strategy", "")),
         reserve=Resources(int(reserve.get("vcpus", 0)), int(reserve.get("ram_mib", 0))),
-        budget_usd_per_hour=doc.get("budget_per_hour"), catalog_source=str(doc.get("catalog", "")),
+        budget_usd_per_hour=doc.get("budget_per_hour"), catalog_source=str(doc.get("catalog", "")), bounds=bounds,
     )
+
+
+def _bounds_from_json(doc: Mapping[str, Any], mode: str, source: str) -> tuple[float, tuple[Bound, ...]]:
+    """(the lower bound, the bounds) of a plan document.  A plan written before the bounds said what they
+    bound has `lower_bound_per_hour`, the at-once bound: of a budget plan it may be no bound of its cost."""
+    try:
+        bounds = tuple(Bound(float(b["usd_per_hour"]), str(b["to_run"]), bool(b["bounds_this_plan"]))
+                       for b in doc.get("lower_bounds") or ())
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"malformed lower bound ({type(exc).__name__}: {exc})", source=source,
+                         field="lower_bounds") from None
+    if "lower_bound_usd_per_hour" in doc:
+        return float(doc["lower_bound_usd_per_hour"] or 0.0), bounds
+    if mode == "budget":  # which tasks it ran at once, and so what the old figure bounded, is not known
+        return 0.0, ()
+    old = float(doc.get("lower_bound_per_hour", 0.0))
+    return old, (Bound(old, EVERY_TASK_AT_ONCE if mode == "concurrent" else EACH_WAVE_AT_ONCE),)
 
 
 def cluster_names(groups: Sequence[tuple[str, Market, int]]) -> dict[tuple[str, Market], str]:

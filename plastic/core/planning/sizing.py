@@ -30,6 +30,7 @@ from plastic.core.model import (
     Workload,
     node_shapes,
 )
+from plastic.core.planning.bounds import plan_bounds
 from plastic.core.planning.choosers import bottleneck_values, dual_values, lookahead_chooser, value_order
 from plastic.core.planning.lower_bound import lower_bound
 from plastic.core.planning.packing import (
@@ -39,7 +40,7 @@ from plastic.core.planning.packing import (
     pack,
     shape_holds,
 )
-from plastic.core.planning.plan import Plan, PlannedNode, PlanOptions, cluster_names
+from plastic.core.planning.plan import Bound, Plan, PlannedNode, PlanOptions, cluster_names
 from plastic.core.planning.planner import (
     RunEach,
     check_placeable,
@@ -77,13 +78,16 @@ def plan_workload(workload: Workload, catalog: Catalog, *, reserve: Reserve = Re
         assumptions.append(note)
     cost = sum(n.shape.usd_per_hour for n in nodes)
     budget = options.budget_usd_per_hour
+    queued = 0
+    concurrent = mode == "concurrent"
     if budget is not None and cost > budget + 1e-9:
-        together = [tuple(tasks)] if mode == "concurrent" else _distinct_waves(tasks)[1]
-        nodes, note = _fit_budget(tasks, shapes, nodes, budget, together)
+        together = [tuple(tasks)] if concurrent else _distinct_waves(tasks)[1]
+        nodes, note, queued = _fit_budget(tasks, shapes, nodes, budget, together)
         mode = "budget"
         assumptions.append(note)
-    return _to_plan(workload, tasks, nodes, shapes, bound_usd, mode, strategy, assumptions, reserve, budget,
-                    n_waves, catalog)
+    bounds = plan_bounds(tasks, shapes, at_once_usd_per_hour=bound_usd, concurrent=concurrent,
+                         runs_at_once=queued == 0)
+    return _to_plan(workload, tasks, nodes, bounds, mode, strategy, assumptions, reserve, budget, n_waves, catalog)
 
 
 # ---------------------------------------------------------------- waves
@@ -161,9 +165,9 @@ SMALL_WORK = 20_000
 
 
 def _fit_budget(tasks: list[TaskSpec], shapes: Sequence[NodeShape], full: Sequence[PackedNode], budget: float,
-                waves: Sequence[Sequence[TaskSpec]]) -> tuple[list[PackedNode], str]:
+                waves: Sequence[Sequence[TaskSpec]]) -> tuple[list[PackedNode], str, int]:
     """The minimal cluster (or the unconstrained plan `full`, when cheaper), grown with nodes of any
-    shape of the catalog while the budget allows.
+    shape of the catalog while the budget allows; with the note that says so and how many tasks queue.
 
     `waves` are the sets of tasks that run at the same time (every task at once
     when planning --concurrent).  A new node is worth what it would host at once
@@ -213,7 +217,7 @@ def _fit_budget(tasks: list[TaskSpec], shapes: Sequence[NodeShape], full: Sequen
     note = (f"budget-limited to ${budget:.4f}/h (the unconstrained plan costs ${full_cost:.4f}/h): "
             f"{queued} of {len(tasks)} tasks queue behind others on their node"
             + (", so the run takes longer" if queued else ""))
-    return nodes, note
+    return nodes, note, queued
 
 
 class _Kind:
@@ -376,9 +380,9 @@ class _Growth:
 
 # ---------------------------------------------------------------- output
 
-def _to_plan(workload: Workload, tasks: list[TaskSpec], nodes: Sequence[PackedNode], shapes: Sequence[NodeShape],
-             bound_usd: float, mode: str, strategy: str, assumptions: list[str], reserve: Reserve,
-             budget: float | None, n_waves: int, catalog: Catalog) -> Plan:
+def _to_plan(workload: Workload, tasks: list[TaskSpec], nodes: Sequence[PackedNode], bounds: tuple[Bound, ...],
+             mode: str, strategy: str, assumptions: list[str], reserve: Reserve, budget: float | None,
+             n_waves: int, catalog: Catalog) -> Plan:
     nodes = sort_nodes(nodes)
     groups = sorted({(n.shape.name, n.shape.market, n.shape.usable.vcpus) for n in nodes},
                     key=lambda g: (g[1].value, g[2], g[0]))
@@ -400,7 +404,7 @@ def _to_plan(workload: Workload, tasks: list[TaskSpec], nodes: Sequence[PackedNo
     od_cost = sum(n.on_demand_usd_per_hour for n in planned)
     return Plan(
         tasks=tuple(tasks), nodes=tuple(planned), usd_per_hour=cost, on_demand_usd_per_hour=od_cost,
-        lower_bound_usd_per_hour=bound_usd, mode=mode, assumptions=tuple(assumptions), strategy=strategy,
-        reserve=Resources(reserve.vcpus, reserve.ram_mib), budget_usd_per_hour=budget, waves=n_waves,
-        catalog_source=catalog.source,
+        lower_bound_usd_per_hour=bounds[0].usd_per_hour, mode=mode,
+        assumptions=tuple(assumptions), strategy=strategy, reserve=Resources(reserve.vcpus, reserve.ram_mib),
+        budget_usd_per_hour=budget, waves=n_waves, catalog_source=catalog.source, bounds=bounds,
     )
