@@ -7,7 +7,7 @@ STAMP_TEST := $(VENV)/.installed-test
 DEMO_WF  ?= cwl-examples/scatter-gather/scatter-gather.cwl
 DEMO_JOB ?= cwl-examples/scatter-gather/job.yml
 
-.PHONY: demo test test-fast venv clean bench test-services test-compose
+.PHONY: demo test test-fast venv clean bench test-services test-compose docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,10 +89,15 @@ test-fast: $(STAMP_TEST)
 
 # The compose cluster on real Apache Mesos 1.11 (needs Docker; not part of `make test`): builds the
 # images (the first Mesos build compiles for 35-60 minutes, the layer cache keeps it), brings the
-# cluster up, runs tests/compose against it and takes it down (README: "The compose cluster").
+# cluster up, runs tests/compose against it and takes it down (docs/compose.md).
 test-compose: $(STAMP_TEST)
 	PLASTIC_COMPOSE_TESTS=1 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider -s \
 	  tests/compose
+
+# The documentation site (docs/, mkdocs.yml) into .plastic/site; --strict: a broken link or anchor is an
+# error.  `make test` builds it too (tests/docs/test_site.py).
+docs: $(STAMP_TEST)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .plastic/site
 
 bench: $(STAMP_TEST)
 	$(BIN)/pip install -q -e '.[test,bench]' --config-settings editable_mode=compat

@@ -1,15 +1,24 @@
 """The house rules, checked on the source: plastic/core is standard library only; no import cycles
 between plastic's modules, counting the imports inside functions; no two packages importing each
 other; modules under 500 lines, classes under 300, functions under 80 (those over today are listed
-and may only shrink)."""
+and may only shrink); the repository stands alone: no file of it points at data beside the checkout,
+and the data sets the tests and benchmarks read are in it, each with where it came from and its
+licence."""
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.data_paths import DATA_SETS
+
 PACKAGE = Path(__file__).resolve().parents[1] / "plastic"
+REPO = PACKAGE.parent
 MAX_MODULE_LINES, MAX_CLASS_LINES, MAX_FUNCTION_LINES = 500, 300, 80
 # What may stay over the limits, each no bigger than it is, until it is split (empty since 2026-11-29:
 # nothing may go over).
@@ -183,3 +192,70 @@ def test_no_class_name_is_used_for_two_things():
                 where.setdefault(node.name, []).append(name)
     twice = {cls: places for cls, places in where.items() if len(places) > 1}
     assert not twice, f"class names defined in more than one module: {twice}"
+
+
+# --- the repository stands alone -------------------------------------------------------------------
+
+# A path to the folder the data sets used to be read from, beside the checkout: as a relative path,
+# built from the checkout's parent, or by the names of its folders.  A clone has no such folder.
+OUTSIDE = re.compile(r"\.\./+shared\b"
+                     r"|\bparents?\b(?:\[\d+\])?\s*/\s*[\"']shared[\"']"
+                     r"|\bshared/(?:data|cwl-v1\.2|mesos-1\.11-transcripts)\b")
+# `Path(__file__).parents[N]`: outside the repository when N reaches past its top
+FILE_PARENTS = re.compile(r"Path\(__file__\)(?:\.resolve\(\))?\.parents\[(\d+)\]")
+
+
+def repository_files() -> list[str]:
+    """Tracked files and new ones not ignored, but not those of the data sets (upstream's words)."""
+    res = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        pytest.skip("not a git checkout: the rule reads `git ls-files`; run it in a clone")
+    data = tuple(f"{d.relative_to(REPO).as_posix()}/" for d in DATA_SETS)
+    return sorted(p for p in set(res.stdout.splitlines())
+                  if not p.startswith(data) and (REPO / p).is_file())
+
+
+def outside_paths(rel: str, text: str) -> list[str]:
+    """`file:line: text` for every line of `text` (the file `rel`) that points outside the repository."""
+    depth = len(Path(rel).parts)  # Path(__file__).parents[depth - 1] is the repository's top
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if OUTSIDE.search(line) or any(int(m.group(1)) >= depth for m in FILE_PARENTS.finditer(line)):
+            out.append(f"{rel}:{n}: {line.strip()}")
+    return out
+
+
+def test_no_file_points_outside_the_repository():
+    """Tests, benchmarks and code read their data from the repository (tests/data_paths.py,
+    bench/common.py): a clone has nothing beside it."""
+    files = repository_files()
+    assert "plastic/local/state.py" in files and "bench/common.py" in files  # the walk found the repository
+    bad = []
+    for rel in files:
+        bad += outside_paths(rel, (REPO / rel).read_bytes().decode("utf-8", errors="replace"))
+    assert not bad, "paths outside the repository (the data sets are in data/ and tests/data/):\n" + "\n".join(bad)
+
+
+def test_the_outside_rule_sees_what_it_is_for():
+    """On lines of a file two folders down (tests/x/y.py), written in pieces so that this file passes."""
+    sibling = "../" + "shared"
+    caught = [f"see {sibling}/cwl-v1.2", 'REPO.parent / "sha' + 'red" / "data"', f"Path(__file__).parents[{3}]",
+              f"Path(__file__).resolve().parents[{4}] / 'data'", "the " + "shared/" + "mesos-1.11-transcripts"]
+    assert [bool(outside_paths("tests/x/y.py", line)) for line in caught] == [True] * len(caught)
+    passed = ['job_store / "sha' + 'red" / "rootJobStoreID"', f"Path(__file__).resolve().parents[{2}]",
+              "a shared runs folder", "tests/data/cwl-v1.2", "file:/shared/js"]
+    assert [outside_paths("tests/x/y.py", line) for line in passed] == [[]] * len(passed)
+
+
+def test_the_data_sets_are_in_the_repository_with_their_source_and_licence():
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True,
+                                 check=False).stdout.splitlines())
+    if not tracked:
+        pytest.skip("not a git checkout: the rule reads `git ls-files`; run it in a clone")
+    for folder in DATA_SETS:
+        rel = folder.relative_to(REPO).as_posix()
+        names = {p[len(rel) + 1:] for p in tracked if p.startswith(rel + "/")}
+        assert len(names) > 2, f"{rel}: not tracked (git add it)"
+        assert names & {"README.md", "SOURCE.md"}, f"{rel}: no README.md or SOURCE.md saying where it came from"
+        assert any(n.startswith(("LICENSE", "COPYING")) for n in names), f"{rel}: no licence file"

@@ -31,6 +31,10 @@ class InputError(PlasticError):
     exit_code = 2
 
 
+class PortInUseError(InputError):
+    """A port asked for (`--port`) is held by another process."""
+
+
 class AnnotationError(InputError):
     """A `plastic:Plasticity` (or fallback) annotation is invalid."""
 

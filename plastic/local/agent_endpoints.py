@@ -3,19 +3,30 @@ summary, the executor API) and, for an agent with an instance id, its EC2 instan
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
+from plastic.core.errors import PortInUseError
 from plastic.local.instance_metadata import InstanceMetadata
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port; PortInUseError when another process holds the port."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(f"port {port} on {host} is in use by another process (another local cluster? "
+                                 f"`plastic local status --port {port}`; or give another --port, 0 for any "
+                                 "free one)") from None
+        raise
     sock.listen(512)
     sock.setblocking(False)
     return sock

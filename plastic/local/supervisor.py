@@ -134,7 +134,7 @@ def serve_args(*, source_flag: str, source: str, port: int, workdir: str | None,
     args = [sys.executable, "-m", "plastic.local"]
     args += ["-v"] * verbose
     args += ["serve", source_flag, source, "--port", str(port), "--heartbeat-seconds", repr(heartbeat),
-             "--agent-ping-timeout-seconds", repr(ping_timeout), "--interrupt-notice-seconds", repr(notice),
+             "--agent-ping-timeout-seconds", repr(ping_timeout), "--notice-seconds", repr(notice),
              "--update-retry-seconds", repr(update_retry), "--kill-grace-seconds", repr(kill_grace)]
     if workdir:
         args += ["--workdir", workdir]
@@ -179,8 +179,8 @@ def spawn(args: list[str], *, state_file: Path, log_file: Path, timeout: float) 
     delay = 0.01
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the local cluster exited with status {proc.returncode} before it was ready:\n"
-                               + tail(log_file))
+            raise RuntimeError(f"the local cluster did not start (exit status {proc.returncode}): "
+                               + _last_line(log_file) + f" (log: {log_file})")
         doc = read_state(state_file)
         if doc is not None and doc.get("pid") == proc.pid:
             try:
@@ -192,6 +192,12 @@ def spawn(args: list[str], *, state_file: Path, log_file: Path, timeout: float) 
         delay = min(delay * 1.5, 0.1)
     terminate(proc.pid, None, timeout=2.0)
     raise TimeoutError(f"the local cluster did not answer within {timeout:.0f}s:\n" + tail(log_file))
+
+
+def _last_line(path: Path) -> str:
+    """The last line of a log, without the `plastic: ` every error line of a command starts with."""
+    last = ([line for line in tail(path).splitlines() if line.strip()] or ["(empty log)"])[-1]
+    return last.removeprefix("plastic: ")
 
 
 def tail(path: Path, lines: int = 20) -> str:
