@@ -46,8 +46,10 @@ def expected_merged(items: list[int]) -> str:
     return "".join(f"{i} {f(i)}\n" for i in items)
 
 
-def write_job(path: Path, items: list[int], seconds: int) -> Path:
-    path.write_text(f"items: [{', '.join(map(str, items))}]\nseconds: {seconds}\n")
+def write_job(path: Path, items: list[int], seconds: int, *, hold: Path | None = None) -> Path:
+    """The job order; with `hold`, a square that starts while that file exists waits until it is gone."""
+    path.write_text(f"items: [{', '.join(map(str, items))}]\nseconds: {seconds}\n"
+                    + (f"hold: {hold}\n" if hold is not None else ""))
     return path
 
 

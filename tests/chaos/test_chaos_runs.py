@@ -171,7 +171,9 @@ class KillAndFlood:
 # The kill-and-flood run's tasks sleep this long (the other chaos runs': SECONDS, 2).  After the kill it
 # starts three watchers and then interrupts another busy agent; since tasks run through plastic's
 # executor the 2 s run ended (26 s in all) before a loaded machine had the watchers up, and the flood
-# met a cluster that had stopped (make test, 2026-11-29).  4 s gives that window twice the time.
+# met a cluster that had stopped (make test, 2026-11-29).  Since then the fixture holds the squares that
+# start after the first few finished (a hold file) until the flood is over, so the work cannot run out.
+# 4 s still gives a kill of a busy agent time to take a task with it.
 KILL_AND_FLOOD_SECONDS = 4
 
 
@@ -184,12 +186,16 @@ def kill_and_flood(tmp_path_factory, chaos_plan) -> KillAndFlood:
     server = start_embedded(tmp / "redis")  # the run's Redis, given with --redis, so the test can read it
     client = server.client()
     store = Store(client)
-    job = write_job(tmp / "job.yml", ITEMS, KILL_AND_FLOOD_SECONDS)
+    hold = tmp / "hold"  # while it exists, squares that start wait: the spot agents stay busy
+    job = write_job(tmp / "job.yml", ITEMS, KILL_AND_FLOOD_SECONDS, hold=hold)
     run = ChaosRun(tmp, job, chaos_plan, "--redis", server.url)
     watchers: list[subprocess.Popen] = []
     published: list[tuple[str, str | None]] = []
     try:
         run.wait_for("a few finished tasks", lambda: run.finished_count() >= 8)
+        # from here until the flood is over, the run's work must not run out: a loaded machine once ended
+        # every task before the second busy agent was found (the cluster had stopped)
+        hold.touch()
         # a task lasts 4 s: on a loaded machine the agent's tasks can end between the status read and the
         # kill, so the kill is tried again on another busy agent until it takes a task with it
         empty_kills: set[str] = set()
@@ -244,6 +250,7 @@ def kill_and_flood(tmp_path_factory, chaos_plan) -> KillAndFlood:
             t.start()
         for t in threads:
             t.join(30)
+        hold.unlink()
         res = run.finish()
         (record,) = store.list_runs()
         stream = list(EventFollower(store, record.id).drain(wait_s=0))

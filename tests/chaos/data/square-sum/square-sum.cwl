@@ -19,6 +19,12 @@ inputs:
   seconds:
     type: int
     doc: How long each scattered step sleeps.
+  gate:
+    type: string?
+    doc: A path; the merge waits until it exists (none by default).
+  hold:
+    type: string?
+    doc: A path; a square that starts while it exists waits until it is gone (none by default).
 
 outputs:
   merged:
@@ -35,6 +41,7 @@ steps:
     in:
       item: items
       seconds: seconds
+      hold: hold
     out: [part]
     hints:
       plastic:Plasticity:
@@ -46,6 +53,7 @@ steps:
     run: merge.cwl
     in:
       parts: square/part
+      gate: gate
     out: [merged, checksum]
     hints:
       plastic:Plasticity:
