@@ -32,14 +32,20 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) 
         assert needle in lines[0], (needle, lines[0])
 
 
-def assert_replays(run_dir: Path, *, books: int = 1) -> None:
-    """The run's decisions log, replayed through fresh JobBooks (plastic.core.book.replay), gives the same
-    commands and records (the last step of a killed leader may be torn)."""
-    from plastic.core.book.replay import replay
+def assert_replays(run_dir: Path, *, books: int = 1) -> Any:
+    """The run's decisions log, replayed through fresh JobBooks and, for an elastic run, each leader's
+    elastic controller (plastic.core.elastic.replay), gives the same commands and records (the last step
+    of a killed leader may be torn).  Returns the replay's result (FullReplayResult)."""
+    from plastic.core.elastic.replay import replay_all
 
-    result = replay(read_decisions(run_dir))
-    assert result.books == books and result.events > 0, result
+    entries = read_decisions(run_dir)
+    result = replay_all(entries)
+    assert result.book.books == books and result.book.events > 0, result
     assert not result.mismatches, result.mismatches[0]
+    elastic = result.elastic
+    if any(e.get("m") == "elastic" for e in entries):  # an elastic run: its controllers' every step replayed
+        assert 1 <= elastic.starts <= books and elastic.looks > 0 and not elastic.skipped, elastic
+    return result
 
 
 def read_decisions(run_dir: Path) -> list[dict[str, Any]]:

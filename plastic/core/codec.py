@@ -14,13 +14,21 @@ from enum import Enum
 from typing import Any
 
 TYPE = "type"
+_PLAIN = (str, int, float, bool, type(None))  # exactly these types (an enum may be a str) are written as they are
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, by class (the log encodes every step)
 
 
 def encode(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, Any] = {TYPE: type(value).__name__}
-        for f in fields(value):
-            out[f.name] = encode(getattr(value, f.name))
+    cls = type(value)
+    if cls in _PLAIN:
+        return value
+    names = _FIELDS.get(cls)
+    if names is None and is_dataclass(value) and not isinstance(value, type):
+        names = _FIELDS[cls] = tuple(f.name for f in fields(value))
+    if names is not None:
+        out: dict[str, Any] = {TYPE: cls.__name__}
+        for name in names:
+            out[name] = encode(getattr(value, name))
         return out
     if isinstance(value, Enum):
         return value.value

@@ -237,8 +237,9 @@ class Framework(MesosCallbacks):
                 log.exception("recorder %r failed on %r", r, event)
 
     def record_elastic(self, event: Any, now: float, outputs: Sequence[Any]) -> None:
-        """Hand the elastic controller's step to every recorder (plastic.framework.provisioner).  The
-        controller still returns its records and commands in one list (issue: elastic, part two)."""
+        """Hand one step of the elastic machine (plastic.framework.provisioner) to every recorder: its input
+        (plastic.core.elastic.machine) and what the controller returned, its records and commands in one
+        list."""
         records = [o for o in outputs if isinstance(o, Record)]
         commands = [o for o in outputs if not isinstance(o, Record)]
         with self.lock:

@@ -18,9 +18,12 @@ each with ``t`` (epoch seconds when written):
 
 So a log can be replayed (plastic.core.book.replay): the same events into a book of the same config give
 the same commands and records.  The elastic controller's steps (plastic.framework.provisioner) are
-logged too, each line marked ``"m": "elastic"``: its records and commands, after a summary of what
-it observed (``kind`` elastic_event), and only the steps that decided something.  A step's records
-come before its commands (logs of before 2026-11-29 interleave them in the order decided).  The
+logged too, every one, each line marked ``"m": "elastic"``: its input whole (``kind`` elastic_event,
+``now`` and ``event``: ElasticStarted, its configuration, once per book; NodesListed, a look's nodes;
+NodesCreated and CreateRefused, the provider's answers: plastic.core.elastic.machine), then its
+records and commands, so they replay too (plastic.core.elastic.replay).  Older logs hold only the
+elastic steps that decided something, after a summary of the look (its counts).  A step's
+records come before its commands (logs of before 2026-11-29 interleave them in the order decided).  The
 records' kinds are the ones the run's Redis event stream, the
 progress display and the report read: issued, placed, running, kill, drain_kill, let_finish, ended,
 requeue, escalation, unplaceable, placeable_again, agent, agent_lost, notice, duplicate_notice,
@@ -63,17 +66,6 @@ def record_line(record: Record, at: float) -> dict[str, Any]:
     return {"t": at, "kind": record.kind, **record.fields}
 
 
-def summary_of(event: Any) -> Any:
-    """An event as logged: whole, but an observation of the cluster by its counts."""
-    queued, nodes = getattr(event, "queued", None), getattr(event, "nodes", None)
-    if queued is None or nodes is None:
-        return encode(event)
-    states: dict[str, int] = {}
-    for n in nodes:
-        states[str(n.state)] = states.get(str(n.state), 0) + 1
-    return {"type": type(event).__name__, "queued": len(queued), "nodes": states}
-
-
 class JsonLinesRecorder:
     """The decisions log: one JSON object per line, flushed at once (see the module docstring)."""
 
@@ -99,11 +91,9 @@ class JsonLinesRecorder:
         if machine == "book":
             lines = [{"t": at, "kind": "event", "now": now, "event": encode(event)}]
             mark: dict[str, str] = {}
-        elif records or commands:
-            mark = {"m": machine}
-            lines = [{"t": at, **mark, "kind": f"{machine}_event", "now": now, "event": summary_of(event)}]
         else:
-            return
+            mark = {"m": machine}
+            lines = [{"t": at, **mark, "kind": f"{machine}_event", "now": now, "event": encode(event)}]
         lines += [{**record_line(r, at), **mark} for r in records]
         lines += [{"t": at, **mark, "kind": "command", "command": encode(c)} for c in commands]
         self._write(lines)

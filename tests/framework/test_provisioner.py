@@ -152,7 +152,8 @@ def test_provider_unreachable_is_logged_once_and_nothing_decided(caplog):
 
 def test_with_a_boot_lead_the_observation_carries_runtime_estimates():
     """--boot-seconds sets the controller's lead: queued jobs carry their tool's estimate (from the run's
-    runtime history) and each node the expected ends of its running tasks; without a lead, neither."""
+    runtime history) and each node the expected ends of its running tasks; without a lead, neither (the
+    observation is the core's, plastic.core.elastic.observation: here through the provisioner's listing)."""
     for lead_s, estimated in ((60.0, True), (0.0, False)):
         fw, provider, prov, rec, clock, core = setup(ElasticPolicy(idle_s=30, lead_s=lead_s))
         fw.book.runtimes.loaded("sort", [40.0, 40.0])
@@ -161,7 +162,8 @@ def test_with_a_boot_lead_the_observation_carries_runtime_estimates():
         fw.resourceOffers(fw.driver, [offer_of(provider.nodes[core], 2, 4096, "o-core")])
         launched_at = clock.t
         with fw.lock:
-            obs = prov.observe(provider.list_nodes(), clock.t)
+            prov.machine.handle(prov.listed(provider.list_nodes()), fw.book, clock.t)
+        obs = prov.machine.observed
         (queued,) = obs.queued  # two of three went to the core node's 2 cpus
         (view,) = [v for v in obs.nodes if v.node_id == core]
         if estimated:
@@ -231,3 +233,56 @@ def test_the_run_s_plan_gives_cluster_names_and_tasks_and_a_bad_one_one_line(tmp
             read_plan(str(path))
         assert str(path) in str(caught.value) and "--plasticPlan" in str(caught.value)
         assert "\n" not in str(caught.value)
+
+
+def test_every_step_of_the_provisioner_is_logged_whole_and_replays(tmp_path):
+    """The decisions log holds the machine's configuration and every look (nodes and all, whether it
+    decided something or not) and every answer of the provider: replayed with the book, the controller
+    decides the same (plastic.core.elastic.replay); a cordon's AgentsIgnored is a book event after it."""
+    import json
+
+    from plastic.core.elastic.replay import replay_all
+
+    clock = Clock()
+    fw = Framework("http://x", driver_factory=FakeDriver, clock=clock, wall_clock=clock,
+                   record_path=tmp_path / "decisions.jsonl")
+    fw.registered(fw.driver, {"value": "fw-1"}, {})
+    provider = RecordingProvider(clock=clock, refuse=[("c5.large", Market.SPOT)])
+    from plastic.providers import NodeRequest
+
+    core = provider.create(NodeRequest("core", "c5.large", Market.ON_DEMAND, 1, 2, 4096)).node_ids[0]
+    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=30, lead_s=10.0)), provider,
+                       ELASTIC_SHAPES)
+    fw.issue("r", TaskCommand("true"), Resources(2, 4096), RELIABLE, tool="t")
+    fw.resourceOffers(fw.driver, [offer_of(provider.nodes[core], 2, 4096, "o0")])
+    for i in range(3):
+        fw.issue(f"j{i}", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE, tool="t")
+    prov.tick()  # the cheapest spot type is refused ...
+    clock.t += 5
+    prov.tick()  # ... the next one is bought
+    spot = [n for n in provider.list_nodes() if n.market is Market.SPOT]
+    fw.resourceOffers(fw.driver, [offer_of(n, 2, 4096, f"o-{n.node_id}") for n in spot])
+    for i in range(3):
+        fw.statusUpdate(fw.driver, {"task_id": {"value": f"j{i}.1"}, "state": "TASK_RUNNING", "uuid": f"r{i}"})
+    clock.t += 5
+    prov.tick()
+    provider.interrupt(spot[0].node_id)
+    for i in range(3):
+        fw.statusUpdate(fw.driver, {"task_id": {"value": f"j{i}.1"}, "state": "TASK_FINISHED", "uuid": f"f{i}"})
+    for _ in range(12):
+        clock.t += 5
+        prov.tick()
+    fw.close_recorders()
+    log = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    elastic = [e for e in log if e.get("m") == "elastic"]
+    looks = [e for e in elastic if e["kind"] == "elastic_event" and e["event"]["type"] == "NodesListed"]
+    assert elastic[0]["event"]["type"] == "ElasticStarted" and len(looks) == 15
+    assert {"node_requested", "node_interrupted", "node_cordoned", "node_released", "create_refused"} <= \
+        {e["kind"] for e in elastic}
+    cordon = next(i for i, e in enumerate(log) if e["kind"] == "node_cordoned")
+    ignored = next(i for i, e in enumerate(log) if e["kind"] == "event" and e["event"]["type"] == "AgentsIgnored")
+    assert cordon < ignored
+    result = replay_all(log)
+    assert not result.mismatches, result.mismatches[0]
+    assert (result.elastic.starts, result.elastic.looks, result.elastic.skipped) == (1, 15, 0)
+    assert result.elastic.answers >= 2

@@ -8,6 +8,10 @@ event in the log (the runtime history and the job store's answers included), a r
 decisions; a difference is a `Mismatch`.  The last step of a book may have been cut short in the log
 when its process was killed (SIGKILL in the middle of writing it): when what was logged of it is the
 beginning of what the replay gives, it is counted as ``torn``, not as a mismatch.
+
+The elastic controller's lines (``"m": "elastic"``) are left out here: plastic.core.elastic.replay
+replays them with the book's, reading the book as replayed so far (`BookReplay`) and comparing the
+controller's steps as the book's are (`StepCheck`).
 """
 
 from __future__ import annotations
@@ -37,10 +41,11 @@ _ = jobbook_commands  # commands are compared encoded: no decoding needed
 
 @dataclass(frozen=True, slots=True)
 class Mismatch:
-    event_index: int  # the n-th event of the log (from 0)
+    event_index: int  # the n-th event of the log (from 0), of the machine's events
     event: Mapping[str, Any]
     logged: list[dict[str, Any]]
     replayed: list[dict[str, Any]]
+    machine: str = "book"  # whose step: the book's, or the elastic controller's
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +62,7 @@ def _normal(doc: Any) -> Any:
 
 
 def output_line(out: Any) -> dict[str, Any]:
-    """A book output as its log line (without ``t``)."""
+    """An output (the book's, or the elastic controller's) as its log line (without ``t`` and ``m``)."""
     if isinstance(out, Record):
         return _normal({"kind": out.kind, **out.fields})
     return _normal({"kind": "command", "command": encode(out)})
@@ -68,47 +73,81 @@ def _apart(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict
     return ([x for x in lines if x.get("kind") == "command"], [x for x in lines if x.get("kind") != "command"])
 
 
-def replay(entries: Iterable[Mapping[str, Any]]) -> ReplayResult:
-    """Replay parsed log lines (see the module docstring)."""
-    book: JobBook | None = None
-    books = events = decisions = 0
-    mismatches: list[Mismatch] = []
-    current: tuple[int, Mapping[str, Any], list[dict[str, Any]]] | None = None
-    logged: list[dict[str, Any]] = []
-    torn = 0
+class StepCheck:
+    """What a replay decided at each step against the lines logged after that step's input (for the book
+    here, for the elastic controller in plastic.core.elastic.replay): commands in their order, records
+    in theirs; the last step of a book (or of a killed process) may be torn."""
 
-    def settle(last_of_book: bool = False) -> None:
-        nonlocal current, logged, torn
-        if current is None:
-            logged = []
-            return
-        replayed, got = _apart(current[2]), _apart(logged)
-        if replayed != got:
-            if last_of_book and all(r[:len(g)] == g for r, g in zip(replayed, got, strict=True)):
-                torn += 1
-            else:
-                mismatches.append(Mismatch(current[0], current[1], logged, current[2]))
-        current, logged = None, []
+    def __init__(self, machine: str = "book") -> None:
+        self.machine = machine
+        self.steps = self.decisions = self.torn = 0
+        self.mismatches: list[Mismatch] = []
+        self._current: tuple[int, Mapping[str, Any], list[dict[str, Any]]] | None = None
+        self._logged: list[dict[str, Any]] = []
 
-    for entry in entries:
-        if entry.get("m", "book") != "book":
-            continue  # another machine's step (the elastic controller's)
+    def step(self, event: Mapping[str, Any], outputs: list[dict[str, Any]]) -> None:
+        """A step replayed: its input as logged and its outputs as log lines (output_line)."""
+        self.settle()
+        self.decisions += len(outputs)
+        self._current = (self.steps, event, outputs)
+        self.steps += 1
+
+    def logged(self, entry: Mapping[str, Any]) -> None:
+        """A line the log holds after the current step's input (nothing to compare it to without one)."""
+        if self._current is not None:
+            self._logged.append(_normal({k: v for k, v in entry.items() if k not in ("t", "m")}))
+
+    def settle(self, last_of_book: bool = False) -> None:
+        """Compare the current step with what was logged of it; no current step after this."""
+        if self._current is not None:
+            replayed, got = _apart(self._current[2]), _apart(self._logged)
+            if replayed != got:
+                if last_of_book and all(r[:len(g)] == g for r, g in zip(replayed, got, strict=True)):
+                    self.torn += 1
+                else:
+                    self.mismatches.append(Mismatch(self._current[0], self._current[1], self._logged,
+                                                    self._current[2], self.machine))
+        self._current, self._logged = None, []
+
+
+class BookReplay:
+    """The JobBook's side of a replay, line by line (`take`), so that another machine's replay can read
+    the book as replayed so far (``book``) at each of its own steps."""
+
+    def __init__(self) -> None:
+        self.book: JobBook | None = None
+        self.books = 0
+        self.check = StepCheck()
+
+    def take(self, entry: Mapping[str, Any]) -> None:
+        """One line of the book's (a ``book`` line, an ``event``, or what the book decided on it)."""
         kind = entry.get("kind")
         if kind == "book":
-            settle(last_of_book=True)
-            book = JobBook(**dict(entry.get("config") or {}))
-            books += 1
+            self.check.settle(last_of_book=True)
+            self.book = JobBook(**dict(entry.get("config") or {}))
+            self.books += 1
         elif kind == "event":
-            settle()
-            if book is None:
-                continue  # a log that began before its book line: nothing to replay it into
+            if self.book is None:  # a log that began before its book line: nothing to replay it into
+                self.check.settle()
+                return
             event = decode(entry["event"], EVENT_TYPES)
-            step = book.handle(event, float(entry["now"]))
-            outputs = [output_line(o) for o in (*step.records, *step.commands)]
-            decisions += len(outputs)
-            current = (events, entry["event"], outputs)
-            events += 1
-        elif current is not None:
-            logged.append(_normal({k: v for k, v in entry.items() if k != "t"}))
-    settle(last_of_book=True)
-    return ReplayResult(books, events, decisions, tuple(mismatches), torn)
+            step = self.book.handle(event, float(entry["now"]))
+            self.check.step(entry["event"], [output_line(o) for o in (*step.records, *step.commands)])
+        else:
+            self.check.logged(entry)
+
+    def result(self) -> ReplayResult:
+        """The replay's result, the last step settled."""
+        check = self.check
+        check.settle(last_of_book=True)
+        return ReplayResult(self.books, check.steps, check.decisions, tuple(check.mismatches), check.torn)
+
+
+def replay(entries: Iterable[Mapping[str, Any]]) -> ReplayResult:
+    """Replay parsed log lines through the JobBook (see the module docstring); another machine's lines
+    (``"m": "elastic"``) are left out: plastic.core.elastic.replay replays both."""
+    books = BookReplay()
+    for entry in entries:
+        if entry.get("m", "book") == "book":
+            books.take(entry)
+    return books.result()

@@ -1,11 +1,12 @@
 """The elastic controller: keeps the hybrid cloud the size of the work that is queued, pure.
 
 The Karpenter split: this module decides (create, cordon, terminate, with reasons), a provider adapter
-(plastic.providers) creates and terminates nodes, and the shell (plastic.framework.provisioner)
-turns the world into observations.  `handle(event, now)` takes an observation (ClusterObserved: the
-queued tasks and every node) or the provider's answer to a creation, and returns commands and records
-(plastic.core.elastic.model).  Inputs are sorted before use, so the same observation in any order
-gives the same decisions.
+(plastic.providers) creates and terminates nodes, plastic.core.elastic.observation turns the nodes the
+shell (plastic.framework.provisioner) lists and the JobBook into observations, and
+plastic.core.elastic.machine steps both on the inputs the decisions log holds.  `handle(event, now)`
+takes an observation (ClusterObserved: the queued tasks and every node) or the provider's answer to a
+creation, and returns commands and records (plastic.core.elastic.model).  Inputs are sorted before
+use, so the same observation in any order gives the same decisions.
 
 Rules, each observation:
 

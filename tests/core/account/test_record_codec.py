@@ -228,3 +228,22 @@ def test_the_readers_pass_over_what_they_do_not_know():
     pic = build_picture(run_id="r", workflow="w", outcome="succeeded", started_at=0.0, ended_at=5.0, agents=[],
                         events=events)
     assert pic.attempts == ()
+
+
+def test_a_log_with_the_controller_s_inputs_whole_reads_as_its_records():
+    """The elastic controller's inputs (its configuration, every look's nodes, the provider's answers) are
+    no records: `plastic report` reads a log that holds them as the records it holds, none unknown."""
+    import gzip
+    from collections import Counter
+    from pathlib import Path
+
+    recorded = Path(__file__).parents[1] / "elastic" / "data" / "decisions-elastic-interrupted.jsonl.gz"
+    with gzip.open(recorded, "rt", encoding="utf-8") as f:
+        text = f.read()
+    read = parse_decisions(text, "decisions.jsonl")
+    assert not [ev for ev in read if isinstance(ev.record, UnknownRecord)]
+    kinds = Counter(ev.kind for ev in read)
+    assert "elastic_event" not in kinds and "command" not in kinds
+    written = Counter(json.loads(line)["kind"] for line in text.splitlines() if '"m": "elastic"' in line)
+    assert {k: n for k, n in kinds.items() if k in written} == \
+        {k: n for k, n in written.items() if k not in ("elastic_event", "command")}
