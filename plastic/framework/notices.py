@@ -6,13 +6,11 @@ follower turns each entry into `Framework.notice(agent_id, kind, at)`:
 
 - target ``agent:<id>`` names a Mesos agent; ``instance:<i-...>`` an EC2 instance, mapped to the
   agent whose ``instance_id`` attribute holds it (`Framework.agent_for`);
-- kind ``terminate`` carries ``terminate_at`` (epoch seconds; without one, AWS's two minutes from
-  when it was published are assumed); ``rebalance`` its ``notice_time``;
-- at start-up it reads the stream from the beginning and keeps, of what was published before,
-  only terminate notices whose deadline is still ahead and rebalance recommendations (agent ids
-  are never reused, so a recommendation for a live agent still holds); then it follows the end;
-- a target the Framework does not know (yet) is logged once and kept, retried whenever the
-  follower wakes, until its deadline has passed (rebalance: ``keep_unknown_s``);
+- which entries are notices, their times (AWS's two minutes when a terminate notice has no
+  ``terminate_at``), which notices published before start-up still count, and how long one for a
+  target the Framework does not know (yet) is kept and retried: plastic.core.book.notice_rules, pure;
+  this shell reads the stream from the beginning at start-up, then follows its end, and retries kept
+  notices whenever it wakes;
 - each (kind, agent) is handed over once; the JobBook ignores repeats anyway;
 - Redis unreachable: logged (once per outage), retried with back-off; the follower never dies of it.
 """
@@ -23,52 +21,29 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import RedisError
 
+from plastic.core.book.notice_rules import NotANotice, Notice, keep_unknown_until, notice_of, still_counts
 from plastic.core.book.spot_events import INTERRUPTION_NOTICE_S
 from plastic.store import Event, Store
 
 log = logging.getLogger(__name__)
 
-KINDS = ("terminate", "rebalance")
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    kind: str
-    target: str
-    at: float  # terminate: the deadline; rebalance: when it was recommended (epoch seconds)
-    source: str
-    stream_id: str
+__all__ = ["Notice", "NoticeFollower", "parse"]
 
 
 def parse(entry: Event, now: float) -> Notice | None:
-    """A stream entry as a Notice, or None (logged) when it is not one we can act on."""
-    f = entry.fields
-    kind, target = f.get("kind", ""), f.get("target", "")
-    if kind not in KINDS or ":" not in target:
-        log.warning("notice %s ignored: kind %r, target %r", entry.id, kind, target)
+    """A stream entry as a Notice (plastic.core.book.notice_rules), or None (logged) when it is none."""
+    notice = notice_of(entry.id, entry.fields, now)
+    if isinstance(notice, NotANotice):
+        log.warning("notice %s ignored: %s", entry.id, notice.reason)
         return None
-    published = _number(f.get("published_at")) or now
-    if kind == "terminate":
-        at = _number(f.get("terminate_at"))
-        if at is None:
-            at = published + INTERRUPTION_NOTICE_S
-            log.warning("terminate notice %s for %s has no terminate_at; assuming %.0f s after it was published",
-                        entry.id, target, INTERRUPTION_NOTICE_S)
-    else:
-        at = _number(f.get("notice_time")) or _number(f.get("noticed_at")) or published
-    return Notice(kind, target, at, f.get("source", "?"), entry.id)
-
-
-def _number(text: Any) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
+    if notice.deadline_assumed:
+        log.warning("terminate notice %s for %s has no terminate_at; assuming %.0f s after it was published",
+                    entry.id, notice.target, INTERRUPTION_NOTICE_S)
+    return notice
 
 
 class NoticeFollower:
@@ -149,15 +124,15 @@ class NoticeFollower:
         notice = parse(entry, now)
         if notice is None:
             return 0
-        if history and notice.kind == "terminate" and notice.at <= now:
+        if not still_counts(notice, now, from_history=history):
             return 0  # that machine is gone already
         key = (notice.kind, notice.target)
         if not self._deliver(notice):
             if key not in self.pending:
                 log.info("notices: %s notice for %s (from %s): no such agent here (yet); kept for a while",
                          notice.kind, notice.target, notice.source)
-            keep = notice.at + self.grace_s if notice.kind == "terminate" else now + self.keep_unknown_s
-            self.pending[key] = (notice, keep)
+            self.pending[key] = (notice, keep_unknown_until(notice, now, grace_s=self.grace_s,
+                                                            keep_unknown_s=self.keep_unknown_s))
         return 1
 
     def _deliver(self, notice: Notice) -> bool:
