@@ -32,7 +32,15 @@ class InputError(PlasticError):
 
 
 class PortInUseError(InputError):
-    """A port asked for (`--port`) is held by another process."""
+    """A port asked for (`--port`) is held by another process.  Its message holds PHRASE, which a parent
+    that started the listener in a child process reads in the child's last line (plastic.local)."""
+
+    PHRASE = "is in use by another process"
+
+    def __init__(self, host: str, port: int):
+        super().__init__(f"port {port} on {host} {self.PHRASE} (another local cluster? `plastic local status "
+                         f"--port {port}`; or give another --port, 0 for any free one)")
+        self.host, self.port = host, port
 
 
 class AnnotationError(InputError):

@@ -23,9 +23,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise PortInUseError(f"port {port} on {host} is in use by another process (another local cluster? "
-                                 f"`plastic local status --port {port}`; or give another --port, 0 for any "
-                                 "free one)") from None
+            raise PortInUseError(host, port) from None
         raise
     sock.listen(512)
     sock.setblocking(False)

@@ -9,16 +9,38 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
+from plastic.core.errors import PortInUseError
 from plastic.local import supervisor as sup
 
-if TYPE_CHECKING:
-    from plastic.local.handle import LocalCluster
-
 log = logging.getLogger(__name__)
+
+
+class MasterSettings(Protocol):
+    """What a serving child is started with: a LocalCluster's spec and options (plastic.local.handle),
+    named here so this module need not import the handle that imports it."""
+
+    workdir: Path | None
+    spec: Any
+    seed: int | None
+    master_restarts: int
+    heartbeat_s: float
+    agent_ping_timeout_s: float
+    interrupt_rate: float | None
+    interrupt_notice_s: float
+    update_retry_s: float
+    kill_grace_s: float
+    replace_after_s: float | None
+    lease_file: Path | None
+    lease_s: float | None
+    verbose: int
+    boot_s: float
+    refuse_spot: str
+    credentials_file: str | None
+    start_timeout: float
 
 
 def serving_state(workdir: Path, *, timeout: float) -> dict[str, Any]:
@@ -35,7 +57,7 @@ def serving_state(workdir: Path, *, timeout: float) -> dict[str, Any]:
     return doc
 
 
-def start_master(cluster: LocalCluster, *, port: int, remove_workdir: bool) -> tuple[subprocess.Popen, dict]:
+def start_master(cluster: MasterSettings, *, port: int, remove_workdir: bool) -> tuple[subprocess.Popen, dict]:
     """Start a serving child with `cluster`'s spec and options in its workdir, on `port` (0: a free one);
     the process and its state document once it serves.  `remove_workdir`: the child removes the
     workdir when it stops."""
@@ -65,8 +87,9 @@ def start_master(cluster: LocalCluster, *, port: int, remove_workdir: bool) -> t
             return sup.spawn(args, state_file=state_file, log_file=workdir / "cluster.log",
                              timeout=max(1.0, deadline - time.monotonic()))
         except RuntimeError as exc:
-            # The same port again (restart_master): another process may hold it for a moment.
-            if port == 0 or "Address already in use" not in str(exc) or time.monotonic() >= deadline:
+            # The same port again (restart_master): another process may hold it for a moment (the child
+            # says so in its last line, which spawn's error carries).
+            if port == 0 or PortInUseError.PHRASE not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.1)
 
