@@ -125,15 +125,20 @@ def _cell(text: str) -> str:
     return text.replace("|", "&#124;").replace("\n\n", "<br>").replace("\n", " ")
 
 
-def toil_option_reference() -> str:
-    """Markdown table of the options `--batchSystem plastic` adds to toil-cwl-runner."""
+def toil_options() -> list[argparse.Action]:
+    """The options `--batchSystem plastic` adds to toil-cwl-runner, as argparse declares them."""
     from plastic.framework.toil_options import add_options
 
     parser = argparse.ArgumentParser(add_help=False)
     add_options(parser)
+    return list(parser._actions)
+
+
+def toil_option_reference() -> str:
+    """Markdown table of the options `--batchSystem plastic` adds to toil-cwl-runner."""
     # defaults are in each help text: the parser's own are read from this process's environment
     lines = ["| option | takes | environment | meaning |", "|---|---|---|---|"]
-    for action in parser._actions:
+    for action in toil_options():
         help_text = action.help or ""
         env = ", ".join(f"`{n}`" for n in dict.fromkeys(ENV_MENTION.findall(help_text)))
         lines.append("| " + " | ".join(_cell(c) for c in (
