@@ -5,6 +5,12 @@ manager), rounds alternating so both executors see the same machine.
     python bench/executor_runs.py                                    # dynamic-scatter, parts 200, local, 2 rounds
     python bench/executor_runs.py --example scatter-gather --rounds 3
     python bench/executor_runs.py --compose plastictest --local      # the compose cluster (up) and local, same run
+    python bench/executor_runs.py --compose bench --local --local-shape both   # local also shaped like compose
+
+`--local-shape plan` (the default) runs `plastic run` on the local cluster it shapes from its own plan
+(for dynamic-scatter at 200 parts: many agents, over a hundred cpus on paper); `compose` gives it the
+compose cluster's plan (deploy/compose/example-plan.json) capped at its three agents, static: the
+same agents, cpus and memory as the compose cluster, so the two differ only in what runs them.
 
 The makespan is the run's own (report.json: from the run's start to its end), so the compose figure
 does not count the wait in the manager's queue.  Prints one line per run and the medians.
@@ -37,12 +43,16 @@ def example_args(example: str, parts: int | None) -> list[str]:
     return args + (["--parts", str(parts)] if parts and example == "dynamic-scatter" else [])
 
 
-def run_local(example: str, parts: int | None, executor: str, work: Path) -> dict:
+COMPOSE_SHAPE = ["--plan", str(REPO / "deploy" / "compose" / "example-plan.json"), "--max-agents", "3", "--static"]
+
+
+def run_local(example: str, parts: int | None, executor: str, work: Path, shape: str = "plan") -> dict:
     wf, job, *inputs = example_args(example, parts)
     run_dir = work / f"{example}-{executor}-{time.monotonic_ns()}"
     argv = [sys.executable, "-m", "plastic", "run", str(REPO / "cwl-examples" / wf), str(REPO / "cwl-examples" / job),
             *inputs, "--outdir", str(run_dir / "out"), "--run-dir", str(run_dir / "run"),
-            "--report", str(run_dir / "report.json"), "--quiet", "--executor", executor]
+            "--report", str(run_dir / "report.json"), "--quiet", "--executor", executor,
+            *(COMPOSE_SHAPE if shape == "compose" else [])]
     t0 = time.monotonic()
     res = subprocess.run(argv, capture_output=True, text=True, env=plastic_env(), cwd=work, check=False)
     wall = time.monotonic() - t0
@@ -88,9 +98,12 @@ def main() -> int:
     parser.add_argument("--executors", default="plastic,command")
     parser.add_argument("--compose", metavar="PROJECT", help="also through this compose project's manager (up)")
     parser.add_argument("--local", action="store_true", help="with --compose: also on the local cluster")
+    parser.add_argument("--local-shape", choices=["plan", "compose", "both"], default="plan",
+                        help="the local cluster shaped by its plan, like the compose cluster, or both")
     args = parser.parse_args()
     executors = [e for e in args.executors.split(",") if e]
-    where = (["compose"] if args.compose else []) + (["local"] if args.local or not args.compose else [])
+    shapes = {"plan": ["local"], "compose": ["local-c"], "both": ["local", "local-c"]}[args.local_shape]
+    where = (["compose"] if args.compose else []) + (shapes if args.local or not args.compose else [])
     print(f"executor_runs  {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}  {os.cpu_count()} cpus "
           f"({cpu_model()}); {args.example}" + (f" parts {args.parts}" if args.example == "dynamic-scatter" else ""))
     results: dict[tuple[str, str], list[float]] = {}
@@ -100,7 +113,8 @@ def main() -> int:
             for cluster in where:
                 for executor in executors if rnd % 2 == 0 else list(reversed(executors)):
                     r = (run_compose(args.compose, args.example, args.parts, executor) if cluster == "compose"
-                         else run_local(args.example, args.parts, executor, Path(tmp)))
+                         else run_local(args.example, args.parts, executor, Path(tmp),
+                                        "compose" if cluster == "local-c" else "plan"))
                     ok = ok and r["ok"]
                     print(f"  round {rnd + 1} {cluster:7s} {executor:7s} " + (
                         f"makespan {r['makespan_s']:7.1f} s  wall {r['wall_s']:6.1f} s  attempts {r['attempts']}"
