@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from plastic.core.account.floor import RunFloor
 from plastic.core.account.picture import ClusterRow, RunPicture
 from plastic.core.elastic.model import NodeInterrupted, NodeReleased, NodesStarted
 from plastic.report.svg import (
@@ -131,13 +132,21 @@ def _figures(pic: RunPicture) -> str:
         _figure(str(r.tasks), f"tasks, {r.tasks_failed} failed"),
         _figure(str(r.attempts), "attempts"),
         _figure(str(r.preemptions), f"preempted ({r.notices} notices)"),
-        _figure(fmt_usd(r.cost_usd), "this run"),
+        _figure(fmt_usd(r.cost_usd), "this run" + _over_floor(r.floor)),
         _figure(fmt_usd(r.on_demand_cost_usd), "all on-demand"),
         _figure(f"{r.savings:.1%}" if r.on_demand_cost_usd > 0 else "-", "saved", "good" if r.savings > 0 else ""),
     ]
     if pic.plan_usd_per_hour is not None:
         cards.append(_figure(f"{fmt_usd(pic.plan_usd_per_hour)}/h", "the plan"))
     return f'<section class="figures">{"".join(cards)}</section>'
+
+
+def _over_floor(floor: RunFloor | None) -> str:
+    """How far the run was from its floor, after "this run" (nothing when there is no floor)."""
+    if floor is None:
+        return ""
+    ratio = f"{floor.cost_over_floor:.2f} x" if floor.cost_over_floor is not None else "over"
+    return f", {ratio} the floor ({fmt_usd(floor.usd)})"
 
 
 def _swatch(inner: str) -> str:
@@ -193,9 +202,11 @@ def _cost_section(pic: RunPicture) -> str:
               + _swatch('<line x1="1" y1="7" x2="21" y2="7" stroke="#9b2c2c" stroke-width="2" '
                         'stroke-dasharray="6 4"/>')
               + f"the same agent-time all on-demand: {esc(fmt_usd(r.on_demand_cost_usd))}</span></div>")
+    floor = (f'<p class="sub floor">The floor: {esc(r.floor.sentence(r.cost_usd))}.</p>'
+             if r.floor is not None else "")
     return (f'<section><h2>Cost over time</h2><p class="sub">Each agent is paid for from the moment it joins the '
             f'run (or is created) until it is lost, released or the run ends; spot agents at the spot price.</p>'
-            f'{legend}{cost_svg(pic)}</section>')
+            f'{floor}{legend}{cost_svg(pic)}</section>')
 
 
 def _plan_section(pic: RunPicture) -> str:

@@ -6,7 +6,8 @@ built from the decisions log; the run's start, end and outcome come from its rep
 still going, from run.json and the log's last line.  Agents are priced as the run priced them
 (plastic.run.runner.agent_spans): on a local cluster plastic started, an agent of a planned cluster
 by its planned node and from the run's start; any other agent by its type in the run's catalog from
-the time it was created or first seen.
+the time it was created or first seen.  The run's catalog (run.json's, else the embedded default) also
+gives the report's floor its shapes (plastic.core.account.floor).
 
 Every problem is an InputError naming the file (and the line of the decisions log).
 """
@@ -22,6 +23,7 @@ from plastic.core.account.picture import RunPicture, build_picture
 from plastic.core.account.report import KnownAgent, RunEvent, price_agents
 from plastic.core.book.records import AgentUpdated
 from plastic.core.errors import InputError
+from plastic.core.model import Catalog
 from plastic.core.planning.plan import Plan, plan_from_json
 from plastic.fileio import read_text
 
@@ -75,9 +77,7 @@ def check_run_dir(run_dir: Path) -> None:
             raise InputError(f"not the directory of a plastic run (no {name})", source=str(run_dir))
 
 
-def _agents(plan: Plan, settings: dict[str, Any], events: list[RunEvent]) -> list[Any]:
-    from plastic.catalogs import load_catalog
-
+def _agents(plan: Plan, settings: dict[str, Any], events: list[RunEvent], catalog: Catalog) -> list[Any]:
     known: list[KnownAgent] = []
     if not settings.get("master"):  # a local cluster plastic started: its agents stand for planned nodes
         node_of = {}
@@ -89,7 +89,7 @@ def _agents(plan: Plan, settings: dict[str, Any], events: list[RunEvent]) -> lis
                     node_id = node_of.get((str(cluster), str(itype)))
                     if node_id is not None and all(k.agent_id != agent_id for k in known):
                         known.append(KnownAgent(str(agent_id), str(cluster), bool(preemptible), str(itype), node_id))
-    return price_agents({n.id: n for n in plan.nodes}, known, events, load_catalog(settings.get("catalog_path")))
+    return price_agents({n.id: n for n in plan.nodes}, known, events, catalog)
 
 
 def load_picture(run_dir: Path) -> RunPicture:
@@ -118,6 +118,9 @@ def load_picture(run_dir: Path) -> RunPicture:
     except (KeyError, TypeError, ValueError) as exc:
         where = REPORT_FILE if report is not None else RUN_FILE
         raise InputError(f"missing or malformed field {exc}", source=str(run_dir / where)) from None
+    from plastic.catalogs import load_catalog
+
+    catalog = load_catalog(settings.get("catalog_path"))  # what the run priced itself with
     return build_picture(run_id=run_id, workflow=workflow, outcome=outcome, started_at=started, ended_at=ended,
-                         agents=_agents(plan, settings, events), events=events, plan=plan, notes=notes,
-                         running=report is None)
+                         agents=_agents(plan, settings, events, catalog), events=events, plan=plan, notes=notes,
+                         running=report is None, catalog=catalog)

@@ -121,6 +121,8 @@ def report_table(report: RunReport) -> Group:
         f"estimated cost {report.cost_usd:.6f} USD; all on-demand {report.on_demand_cost_usd:.6f} USD"
         + (f" (saved {report.savings:.1%})" if report.on_demand_cost_usd > 0 else ""),
     ]
+    if report.floor is not None:  # how far the run was from what no policy could beat
+        lines.append(report.floor.sentence(report.cost_usd))
     timeline = report.node_timeline
     if timeline:
         lines.append(_elastic_line([m.record for m in timeline]))

@@ -51,6 +51,7 @@ from plastic.core.book.recovery import RESUMABLE, record_again, toil_start
 from plastic.core.book.run_end import run_end
 from plastic.core.elastic.controller import reliable_floor
 from plastic.core.errors import InputError, PlanningError, RunFailedError
+from plastic.core.model import Catalog
 from plastic.core.planning.plan import Plan, plan_from_json
 from plastic.fileio import write_atomically
 from plastic.mesos.credential import check_credential, read_credential
@@ -121,12 +122,10 @@ def check_budget(request: RunRequest, plan: Plan) -> None:
                          f"on demand at {floor.usd_per_hour:g} USD per hour)", field="--budget-per-hour")
 
 
-def agent_spans(plan: Plan, catalog_path: str | None, local_agents: list[Any], events: list[Any]) -> list[AgentSpan]:
+def agent_spans(plan: Plan, catalog: Catalog, local_agents: list[Any], events: list[Any]) -> list[AgentSpan]:
     """The run's agents with prices (plastic.core.account.report.price_agents): local agents by their planned node."""
-    from plastic.catalogs import load_catalog
-
     known = [KnownAgent(a.id, a.cluster, a.preemptible, a.instance_type, a.node_id) for a in local_agents]
-    return price_agents({n.id: n for n in plan.nodes}, known, events, load_catalog(catalog_path))
+    return price_agents({n.id: n for n in plan.nodes}, known, events, catalog)
 
 
 # ------------------------------------------------------------------ the run
@@ -345,10 +344,12 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             notes.append(watch.disk.message(run_id))
         outputs = _outputs(stdout, request, run_dir, notes) if not cancelled and rc == 0 else None
         end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
+        from plastic.catalogs import load_catalog
+
+        catalog = load_catalog(request.catalog_path)  # the run's prices, and its floor's shapes
         report = watch.tally.report(run_id=run_id, workflow=str(request.workflow), outcome=end.outcome,
-                                    started_at=started, ended_at=ended, notes=notes,
-                                    agents=agent_spans(plan, request.catalog_path, local_agents,
-                                                       watch.tally.kept_events))
+                                    started_at=started, ended_at=ended, notes=notes, catalog=catalog,
+                                    agents=agent_spans(plan, catalog, local_agents, watch.tally.kept_events))
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_unless_full(run_dir / "report.json", text, notes)
         if request.report_path is not None:

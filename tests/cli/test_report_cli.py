@@ -17,10 +17,16 @@ from plastic.store import Store
 from tests.clirun import assert_one_line_error, plastic
 from tests.fakes.stories import CORE, SPOT, preempted_story
 
+# the run's catalog (run.json's catalog_path): c5.large on demand is the cheapest reliable node
+CATALOG = {"source": "hand-made", "instance_types": [
+    {"name": "c5.large", "vcpus": 2, "ram_mib": 4096, "on_demand_usd_per_hour": 0.085, "spot_usd_per_hour": 0.0349},
+    {"name": "m5.large", "vcpus": 2, "ram_mib": 8192, "on_demand_usd_per_hour": 0.096, "spot_usd_per_hour": 0.0326}]}
+
 
 def make_run_dir(path: Path, *, report: bool = True) -> Path:
     """A run directory as `plastic run` leaves it, from the hand-made story of tests/fakes/stories.py."""
     path.mkdir(parents=True)
+    (path / "catalog.json").write_text(json.dumps(CATALOG))
     plan = Plan(tasks=(), nodes=(
         PlannedNode("core-1", "core", "c5.large", Market.ON_DEMAND, 0.085, Resources(2, 4096), (), 0.085),
         PlannedNode("burst-1", "burst", "m5.large", Market.SPOT, 0.0326, Resources(2, 8192), (), 0.096)),
@@ -32,7 +38,7 @@ def make_run_dir(path: Path, *, report: bool = True) -> Path:
     lines.insert(3, json.dumps({"t": start + 1, "kind": "event", "now": 1.0, "event": {"type": "Tick"}}))
     (path / "decisions.jsonl").write_text("\n".join(lines) + "\n")
     (path / "run.json").write_text(json.dumps({"run_id": "r-hand", "workflow": "wf.cwl", "master": None,
-                                               "started_at": start, "catalog_path": None}))
+                                               "started_at": start, "catalog_path": str(path / "catalog.json")}))
     if report:
         shifted = [type(e)(e.kind, start + e.at, e.fields) for e in events]
         rep = build_report(run_id="r-hand", workflow="wf.cwl", outcome="succeeded", started_at=start,
@@ -67,6 +73,31 @@ def test_json_report_prices_the_agents_as_the_run_did(tmp_path):
         assert got[key] == saved[key], key
     assert got["cost_usd"] == pytest.approx(saved["cost_usd"])
     assert got["on_demand_cost_usd"] == pytest.approx(saved["on_demand_cost_usd"])
+
+
+def test_the_floor_in_the_table_the_json_and_the_page(tmp_path, redis_server, client):
+    """The story's finished tasks: 2 vCPUs x 20 s and 1 vCPU x 15 s, by a makespan of 100 s.  A c5.large
+    kept for the longest task (20 s) holds all 55 vCPU-seconds: the floor is 0.085 x 20 / 3600 USD.  The
+    run paid the core agent 100 s and the spot agent 50 s (lost then): (8.5 + 1.63) / 3600 USD, 5.96 x."""
+    run_dir = make_run_dir(tmp_path / "run")
+    run_id = Store(client).create_run(fields={"workflow": "wf.cwl", "run_dir": str(run_dir)})
+    res = plastic("report", run_id, "--redis", redis_server.url)  # by its run id: the same run directory
+    assert res.returncode == 0, res.stderr
+    line = " ".join(res.stdout.split())
+    assert ("cost 0.002814 USD, 5.96 x the floor (0.000472 USD: no policy that keeps an on-demand node pays less "
+            "for these 2 tasks by this makespan; boot 0 s, critical path 20.0 s from the longest task, "
+            "4 node shapes)") in line, res.stdout
+    floor = json.loads(plastic("report", run_dir, "--format", "json").stdout)["floor"]
+    assert floor["usd"] == pytest.approx(0.085 * 20 / 3600)
+    assert floor["cost_over_floor"] == pytest.approx(10.13 / 1.7)
+    assert {k: floor[k] for k in ("boot_s", "cap_s", "critical_path_s", "critical_path_from", "tasks", "shapes")} == {
+        "boot_s": 0.0, "cap_s": 100.0, "critical_path_s": 20.0, "critical_path_from": "longest task", "tasks": 2,
+        "shapes": 4}
+    out = tmp_path / "page.html"
+    assert plastic("report", run_dir, "--html", out).returncode == 0
+    html = out.read_text()
+    assert "<b>$0.002814</b><span>this run, 5.96 x the floor ($0.000472)</span>" in html
+    assert "The floor: cost 0.002814 USD, 5.96 x the floor (0.000472 USD" in html
 
 
 def test_table_of_a_run_still_going(tmp_path):

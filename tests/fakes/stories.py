@@ -14,13 +14,16 @@ def ev(kind: str, at: float, **fields) -> RunEvent:
 
 
 def preempted_story() -> list[RunEvent]:
-    """Job 1 starts on a spot agent, is killed at its terminate notice and runs again on the core agent."""
+    """Job 1 starts on a spot agent, is killed at its terminate notice and runs again on the core agent
+    (1 vCPU, 15 s); job 2 runs on the core agent (2 vCPUs, 20 s)."""
     return [
         ev("book", 0.5, config={}),
-        ev("agent", 1, agent_id="core-1", cluster="core", preemptible=False, instance_type="c5.large"),
-        ev("agent", 1, agent_id="spot-1", cluster="burst", preemptible=True, instance_type="m5.large"),
-        ev("issued", 2, job_id="1", tool="sort_tool", step="sort", job_store_id="js-1"),
-        ev("issued", 2, job_id="2", tool="split_tool", step="split", job_store_id="js-2"),
+        ev("agent", 1, agent_id="core-1", cluster="core", preemptible=False, instance_type="c5.large", vcpus=2,
+           ram_mib=4096),
+        ev("agent", 1, agent_id="spot-1", cluster="burst", preemptible=True, instance_type="m5.large", vcpus=2,
+           ram_mib=8192),
+        ev("issued", 2, job_id="1", tool="sort_tool", step="sort", job_store_id="js-1", vcpus=1, ram_mib=1024),
+        ev("issued", 2, job_id="2", tool="split_tool", step="split", job_store_id="js-2", vcpus=2, ram_mib=1024),
         ev("placed", 10, job_id="1", task="1.1", agent_id="spot-1", cluster="burst", preemptible=True,
            instance_type="m5.large"),
         ev("placed", 10, job_id="2", task="2.1", agent_id="core-1", cluster="core", preemptible=False,
@@ -34,7 +37,7 @@ def preempted_story() -> list[RunEvent]:
            counted_as="preempted"),
         ev("placed", 25, job_id="1", task="1.2", agent_id="core-1", cluster="core", preemptible=False,
            instance_type="c5.large"),
-        ev("ended", 30, job_id="2", outcome="finished", agent_id="core-1"),
-        ev("ended", 40, job_id="1", outcome="finished", agent_id="core-1"),
+        ev("ended", 30, job_id="2", outcome="finished", agent_id="core-1", wall_time_s=20.0),
+        ev("ended", 40, job_id="1", outcome="finished", agent_id="core-1", wall_time_s=15.0),
         ev("agent_lost", 50, agent_id="spot-1"),
     ]

@@ -1,5 +1,5 @@
-"""A small hand-made workflow: the elastic simulation's (tests/test_bench_elastic.py) and a plan's for the
-Provisioner (tests/framework/test_provisioner.py)."""
+"""A small hand-made workflow: the elastic simulation's (tests/test_bench_elastic.py), the cost floor's
+(tests/core/account/test_floor.py) and a plan's for the Provisioner (tests/framework/test_provisioner.py)."""
 
 from __future__ import annotations
 

@@ -61,6 +61,7 @@ from plastic.core.elastic.model import (
     NodesRequested,
     NodesStarted,
 )
+from plastic.core.model import Catalog
 from plastic.core.planning.plan import Plan
 
 MAX_COST_POINTS = 600
@@ -179,10 +180,12 @@ class RunPicture:
 
 def build_picture(*, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
                   agents: Sequence[AgentSpan], events: Sequence[RunEvent], plan: Plan | None = None,
-                  notes: Sequence[str] = (), running: bool = False) -> RunPicture:
-    """The picture of a run (see the module docstring); ``running``: the run had not ended."""
+                  notes: Sequence[str] = (), running: bool = False, catalog: Catalog | None = None) -> RunPicture:
+    """The picture of a run (see the module docstring); ``running``: the run had not ended; ``catalog``:
+    the run's, for its report's floor."""
     report = build_report(run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at,
-                          ended_at=ended_at, agents=agents, events=events, notes=notes)
+                          ended_at=ended_at, agents=agents, events=events, notes=notes,
+                          catalog=None if running else catalog)
     attempts, marks = _attempts_and_marks(events, ended_at)
     lanes = _lanes(agents, events, attempts, started_at, ended_at)
     windows = agent_windows(agents, events, started_at, ended_at)

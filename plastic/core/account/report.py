@@ -9,6 +9,8 @@ Cost model: an agent costs its instance type's price (spot price for a preemptib
 as long as it was part of the run, from the later of the run start and the first time it was
 seen, to the earlier of the run end and the moment it was lost.  "All on-demand" prices the
 same agent-hours at the on-demand price: what the same cluster would have cost with no spot.
+Given the run's catalog, the report also has the run's floor (plastic.core.account.floor): the least
+any policy that keeps an on-demand node could pay for the tasks that finished by the run's makespan.
 
 Across a crash-resume the events of every leader incarnation are counted: a task is a Toil job
 (its jobStoreID when recorded, so the job a new leader issues again is the same task), and the
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from plastic.core.account.floor import RunFloor, agent_shape, run_floor
 from plastic.core.account.record_codec import decode
 from plastic.core.account.usage import StepUsage, UsageTally
 from plastic.core.book.records import (
@@ -52,7 +55,7 @@ from plastic.core.elastic.model import (
     NodesStarted,
     NodeUncordoned,
 )
-from plastic.core.model import Catalog, InstanceType
+from plastic.core.model import Catalog, InstanceType, NodeShape, node_shapes
 from plastic.core.planning.plan import PlannedNode
 
 SECONDS_PER_HOUR = 3600.0
@@ -159,6 +162,7 @@ class RunReport:
     orphans_killed: int = 0  # resume: the previous leader's running tasks killed (run again)
     node_timeline: tuple[NodeMoment, ...] = ()  # the elastic cluster: nodes asked for, ready, released, lost
     steps: tuple[StepUsage, ...] = ()  # per step: asked against used (plastic's executor measures each task)
+    floor: RunFloor | None = None  # no policy pays less for the finished tasks by the makespan (None: not known)
 
     @property
     def savings(self) -> float:
@@ -227,6 +231,10 @@ def price_agents(nodes: Mapping[str, PlannedNode], known: Sequence[KnownAgent], 
     return list(spans.values())
 
 
+def _shape_key(s: NodeShape) -> tuple:
+    return s.name, s.market, s.usable, s.usd_per_hour
+
+
 def _job(job_id: Any, same: Mapping[str, str] | None = None) -> str | None:
     """The task a record is about (its ``job_id``): its Toil jobStoreID when the job's issue recorded one."""
     if job_id is None:
@@ -261,6 +269,7 @@ class RunTally:
         self.orphans_killed: set[str] = set()
         self.kept_events: list[RunEvent] = []  # agent and node records, in stream order
         self.usage = UsageTally()  # what each step asked for and used
+        self.ran: dict[str, tuple[int, float]] = {}  # task -> (vCPUs asked, wall s of its attempt that finished)
 
     def add(self, ev: RunEvent) -> None:
         counts = self.counts
@@ -307,8 +316,9 @@ class RunTally:
                 job = _job(("" if task is None else str(task)).split(".")[0], self.same)
                 if job is not None:
                     self.finished.add(job)
-            case JobEnded(job_id=job_id, outcome=outcome, agent_id=agent_id):
+            case JobEnded(job_id=job_id, outcome=outcome, agent_id=agent_id, wall_time_s=wall):
                 self._ended(_job(job_id, self.same), outcome, str(agent_id))
+                self._ran(job_id, outcome, wall)
 
     def _ended(self, job: str | None, outcome: str | None, agent_id: str) -> None:
         if job is None:
@@ -321,9 +331,35 @@ class RunTally:
         elif outcome in ("failed", "lost_for_good"):
             self.failed.add(job)
 
+    def _ran(self, job_id: object, outcome: str | None, wall: float | None) -> None:
+        """A finished job's vCPUs (its ``issued`` record's) and wall time, for the floor (a task finished
+        twice, across a resume, counts its shorter run: the floor only goes down)."""
+        asked = self.usage.tasks.get(str(job_id))
+        job = _job(job_id, self.same)
+        if outcome != "finished" or job is None or asked is None or not wall or wall <= 0:
+            return
+        before = self.ran.get(job)
+        self.ran[job] = (asked.vcpus, float(wall) if before is None else min(before[1], float(wall)))
+
+    def floor(self, agents: Sequence[AgentSpan], catalog: Catalog, makespan_s: float,
+              cost_usd: float) -> RunFloor | None:
+        """The floor of the finished tasks by ``makespan_s``, bought from the catalog's shapes and the
+        run's agents as priced (plastic.core.account.floor); the rule of one on-demand node throughout
+        only when the run had an on-demand agent."""
+        shapes: dict[tuple, NodeShape] = {}  # an agent priced as its type in the catalog is that shape
+        for a in agents:
+            vcpus, ram_mib = self.usage.agents.get(a.agent_id, (0, 0))
+            if vcpus > 0:
+                shape = agent_shape(a.instance_type or a.agent_id, a.preemptible, vcpus, ram_mib, a.usd_per_hour)
+                shapes[_shape_key(shape)] = shape
+        shapes.update((_shape_key(s), s) for s in node_shapes(catalog))
+        return run_floor(self.ran.values(), list(shapes.values()), makespan_s, cost_usd,
+                         one_reliable_node=any(not a.preemptible for a in agents))
+
     def report(self, *, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
-               agents: Sequence[AgentSpan], notes: Sequence[str] = ()) -> RunReport:
-        """The report of what was folded, with ``agents`` priced over the run (see the module docstring)."""
+               agents: Sequence[AgentSpan], notes: Sequence[str] = (), catalog: Catalog | None = None) -> RunReport:
+        """The report of what was folded, with ``agents`` priced over the run (see the module docstring);
+        with the run's ``catalog``, and the run ended (``outcome`` not ``running``), its floor."""
         placements: dict[str, int] = {}
         done_on: dict[str, int] = {}
         for a in agents:
@@ -353,27 +389,32 @@ class RunTally:
                                        _peak(alive.get(name, [])), c["released"])
                         for name, c in clusters.items())
         timeline = tuple(_node_moment(ev) for ev in self.kept_events if isinstance(ev.record, NODE_RECORDS))
+        makespan_s, cost_usd = max(ended_at - started_at, 0.0), sum(c.cost_usd for c in figures)
+        floor = (self.floor(agents, catalog, makespan_s, cost_usd)
+                 if catalog is not None and outcome != "running" else None)  # a run still going has none yet
         return RunReport(
             run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at, ended_at=ended_at,
-            makespan_s=max(ended_at - started_at, 0.0), tasks=len(self.issued | self.finished | self.failed),
+            makespan_s=makespan_s, tasks=len(self.issued | self.finished | self.failed),
             tasks_finished=len(self.finished), tasks_failed=len(self.failed - self.finished), **self.counts,
-            clusters=figures, cost_usd=sum(c.cost_usd for c in figures),
+            clusters=figures, cost_usd=cost_usd,
             on_demand_cost_usd=sum(c.on_demand_cost_usd for c in figures), notes=tuple(notes),
             orphans_adopted=len(self.adopted), orphans_killed=len(self.orphans_killed - self.adopted),
-            node_timeline=timeline, steps=self.usage.steps({a.agent_id: a.usd_per_hour for a in agents}))
+            node_timeline=timeline, steps=self.usage.steps({a.agent_id: a.usd_per_hour for a in agents}),
+            floor=floor)
 
 
 def build_report(*, run_id: str, workflow: str, outcome: str, started_at: float, ended_at: float,
                  agents: Sequence[AgentSpan], events: Sequence[RunEvent],
-                 notes: Sequence[str] = ()) -> RunReport:
-    """Count what the events say and price the agents' time (see the module docstring and `RunTally`)."""
+                 notes: Sequence[str] = (), catalog: Catalog | None = None) -> RunReport:
+    """Count what the events say and price the agents' time (see the module docstring and `RunTally`);
+    with the run's ``catalog``, its floor."""
     same = {str(ev.record.job_id): str(ev.record.job_store_id) for ev in events
             if isinstance(ev.record, JobQueued) and ev.record.job_id is not None and ev.record.job_store_id}
     tally = RunTally(same)
     for ev in events:
         tally.add(ev)
     return tally.report(run_id=run_id, workflow=workflow, outcome=outcome, started_at=started_at,
-                        ended_at=ended_at, agents=agents, notes=notes)
+                        ended_at=ended_at, agents=agents, notes=notes, catalog=catalog)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from plastic.core.account.report import (
     build_report,
     price_agents,
 )
+from plastic.core.model import Catalog, InstanceType
 from tests.fakes.catalogs import CATALOG
 
 AGENTS = [
@@ -67,6 +68,67 @@ def test_counts_and_costs():
     assert by["core"].tasks_finished == 1 and by["burst"].tasks_finished == 1
     doc = r.to_json()
     assert json.loads(json.dumps(doc))["schema"] == "plastic.report/v1"
+
+
+# c5.large on demand is the cheapest reliable node, m5.large spot the cheapest vCPU (0.0163 USD an hour)
+FLOOR_CATALOG = Catalog((
+    InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
+    InstanceType("c5.xlarge", 4, 8192, 0.17, 0.0748, "<5%"),
+    InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
+))
+
+
+def floor_story() -> list[RunEvent]:
+    """Job 1 (2 vCPUs) runs 80 s on the core agent; job 2 (2 vCPUs) is preempted on the spot agent and
+    runs again there for 60 s; job 3 (1 vCPU) fails."""
+    return [
+        ev("agent", 0, agent_id="core-1", cluster="core", preemptible=False, instance_type="c5.large", vcpus=2,
+           ram_mib=4096),
+        ev("agent", 0, agent_id="spot-1", cluster="burst", preemptible=True, instance_type="m5.large", vcpus=2,
+           ram_mib=8192),
+        ev("issued", 1, job_id="1", vcpus=2, ram_mib=1024), ev("issued", 1, job_id="2", vcpus=2, ram_mib=1024),
+        ev("issued", 1, job_id="3", vcpus=1, ram_mib=512),
+        ev("placed", 2, job_id="1", agent_id="core-1"), ev("placed", 2, job_id="2", agent_id="spot-1"),
+        ev("requeue", 10, job_id="2", agent_id="spot-1", counted_as="preempted", cause="killed"),
+        ev("placed", 12, job_id="2", agent_id="spot-1"),
+        ev("ended", 72, job_id="2", outcome="finished", agent_id="spot-1", wall_time_s=60.0),
+        ev("ended", 82, job_id="1", outcome="finished", agent_id="core-1", wall_time_s=80.0),
+        ev("placed", 83, job_id="3", agent_id="core-1"),
+        ev("ended", 90, job_id="3", outcome="failed", agent_id="core-1", wall_time_s=7.0),
+    ]
+
+
+def test_the_floor_of_a_run_worked_out_by_hand():
+    """Finished: 2 vCPUs x 80 s and 2 vCPUs x 60 s, 280 vCPU-seconds, the longest task 80 s, by a makespan
+    of 100 s.  The floor keeps a c5.large for 80 s (6.8 USD-seconds an hour), which takes 2 x 100
+    vCPU-seconds of the work; the other 80 at the m5.large spot's 0.0163 USD per vCPU-hour (1.304):
+    8.104 / 3600 USD.  The run paid (0.085 + 0.0326) x 100 s: 11.76 / 3600 USD, 1.45 x the floor."""
+    agents = [AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085),
+              AgentSpan("spot-1", "burst", True, "m5.large", 0.0326, 0.096)]
+    args = dict(run_id="r", workflow="w", outcome="failed", started_at=0.0, ended_at=100.0, events=floor_story())
+    r = build_report(agents=agents, catalog=FLOOR_CATALOG, **args)
+    assert r.cost_usd == pytest.approx(11.76 / 3600)
+    f = r.floor
+    assert f is not None
+    assert f.usd == pytest.approx(8.104 / 3600)
+    assert f.cost_over_floor == pytest.approx(11.76 / 8.104)
+    assert (f.tasks, f.vcpu_s, f.critical_path_s, f.critical_path_from, f.cap_s, f.boot_s) == (
+        2, 280.0, 80.0, "longest task", 100.0, 0.0)
+    assert f.shapes == 6 and f.one_reliable_node  # the agents are priced as the catalog's shapes
+    doc = json.loads(json.dumps(r.to_json()))["floor"]
+    assert doc["usd"] == pytest.approx(8.104 / 3600) and doc["cost_over_floor"] == pytest.approx(1.4511, abs=1e-4)
+    assert f.sentence(r.cost_usd).startswith("cost 0.003267 USD, 1.45 x the floor (0.002251 USD: no policy that "
+                                             "keeps an on-demand node pays less for these 2 tasks")
+    # a run with no on-demand agent is held to no such rule: every vCPU-second at the cheapest price
+    spot = build_report(agents=agents[1:], catalog=FLOOR_CATALOG, **args).floor
+    assert spot is not None and not spot.one_reliable_node and spot.usd == pytest.approx(280 * 0.0163 / 3600)
+    # an agent paid less than its catalog price is a shape of its own: the floor buys from it too
+    cheap = [agents[0], AgentSpan("spot-1", "burst", True, "m5.large", 0.0163, 0.096)]
+    low = build_report(agents=cheap, catalog=FLOOR_CATALOG, **args).floor
+    assert low is not None and low.shapes == 7 and low.usd == pytest.approx((6.8 + 80 * 0.00815) / 3600)
+    # no catalog, or a run still going: no floor
+    assert build_report(agents=agents, **args).floor is None
+    assert build_report(agents=agents, catalog=FLOOR_CATALOG, **{**args, "outcome": "running"}).floor is None
 
 
 def test_agent_seen_late_is_priced_from_then():
@@ -162,7 +224,8 @@ def streams(draw) -> list[RunEvent]:
     t = 0.0
     for job in range(draw(st.integers(0, 12))):
         store_id = draw(st.sampled_from([None, f"js-{job}", f"js-{job % 3}"]))  # a job issued again, too
-        out.append(ev("issued", t, job_id=str(job), **({"job_store_id": store_id} if store_id else {})))
+        out.append(ev("issued", t, job_id=str(job), vcpus=draw(st.integers(1, 4)),
+                      **({"job_store_id": store_id} if store_id else {})))
         for kind in draw(st.lists(st.sampled_from(_LATER), max_size=6)):
             t += draw(st.floats(0, 100))
             agent = draw(st.sampled_from(_AGENT_IDS))
@@ -170,6 +233,7 @@ def streams(draw) -> list[RunEvent]:
                           task=f"{draw(st.integers(0, job))}.1",
                           outcome=draw(st.sampled_from(["finished", "failed", "lost_for_good", "killed"])),
                           counted_as=draw(st.sampled_from(["preempted", "lost", "none"])),
+                          wall_time_s=draw(st.floats(0, 100)), vcpus=2, ram_mib=4096,
                           state=draw(st.sampled_from(["TASK_FINISHED", "TASK_KILLED"])),
                           notice_kind=draw(st.sampled_from(["terminate", "rebalance"]))))
     return out
@@ -182,7 +246,8 @@ def test_the_tally_folded_live_gives_build_reports_figures_and_keeps_no_task_rec
     tally = RunTally()  # no mapping given: it learns jobStoreIDs from the issued records as they come
     for e in events:
         tally.add(e)
-    args = dict(run_id="r", workflow="w", outcome="succeeded", started_at=0.0, ended_at=3600.0, agents=AGENTS)
+    args = dict(run_id="r", workflow="w", outcome="succeeded", started_at=0.0, ended_at=3600.0, agents=AGENTS,
+                catalog=CATALOG)
     assert tally.report(**args) == build_report(events=events, **args)
     assert tally.kept_events == [e for e in events if e.kind in NODE_KINDS or e.kind in ("agent", "agent_lost")]
 
