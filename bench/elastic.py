@@ -12,7 +12,7 @@ as estimates so that it looks one boot ahead (plastic.core.elastic.forecast), an
 BinPackedFit on the queued work, idle nodes released after 600 s.  It prints USD, makespan,
 node-hours and completion per trace, the ratios, and whether the targets are met, per trace and
 condition: elastic pays at most half of what is avoidable, USD <= floor + 0.5 x (static - floor)
-(the floor: bench/elastic_bound.py, what any policy pays within 1.1 x the static makespan, its boot
+(the floor: plastic.core.account.floor, what any policy pays within 1.1 x the static makespan, its boot
 and cap printed beside each verdict), at <= 1.1 x the static makespan; cheaper than reactive (from
 the plan and cold) on every trace; 100% completion; and a decision under 20 ms.
 """
@@ -93,6 +93,22 @@ def mean(results: list[SimResult], attr: str) -> float:
     return statistics.fmean(getattr(r, attr) for r in results)
 
 
+SPEND_PARTS = ("boot", "work", "lost", "partial", "empty", "minimum")
+WHERE_ROWS = ("static", "elastic", "no-dag", "cold")
+
+
+def where_line(results: list[SimResult]) -> str:
+    """Where a policy's money went, mean over its runs: each part (bench/elastic_sim.py SimNode.spend_usd)
+    on spot and on reliable nodes, as shares of its cost."""
+    total = mean(results, "usd")
+    cells = []
+    for part in SPEND_PARTS:
+        spot = statistics.fmean(r.spend_usd.get(f"spot {part}", 0.0) for r in results) / total
+        rel = statistics.fmean(r.spend_usd.get(f"reliable {part}", 0.0) for r in results) / total
+        cells.append(f"{part} {spot:.0%}+{rel:.0%}")
+    return ", ".join(cells)
+
+
 def report(traces: list[dict], rate: float, seeds: int, boot_s: float) -> dict:
     print(f"elastic cluster simulation; {machine()}; boot {boot_s:g} s; interruptions: {rate:g} x band risk / 15% "
           f"per spot node-hour, 120 s notice, {seeds} seed(s)")
@@ -127,6 +143,8 @@ def report(traces: list[dict], rate: float, seeds: int, boot_s: float) -> dict:
                   f"{v['usd_vs_cold']:.3f}; "
                   f"no-dag/static USD {v['no_dag_usd_vs_static']:.3f}, makespan {v['no_dag_makespan_vs_static']:.3f}; "
                   f"no-est/static USD {v['no_est_usd_vs_static']:.3f}, makespan {v['no_est_makespan_vs_static']:.3f}")
+            for p in WHERE_ROWS:
+                print(f"{'':38} {'':11} {'where':8} {p:8} (spot+reliable, of its USD): {where_line(got[p])}")
             floor = doc["floor_usd"][cond]
             v["target_usd"] = floor + AVOIDABLE_SHARE * (usd["static"] - floor)
             v["avoidable_met"] = usd["elastic"] <= v["target_usd"]

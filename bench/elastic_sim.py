@@ -5,7 +5,8 @@ A WfCommons trace's DAG runs on nodes that a *policy* buys and releases:
 - ``static``: the plan of `plastic plan` (waves mode), every node bought at the start and kept to the
   end; a lost spot node is not replaced (plastic before the elastic cluster);
 - ``elastic``: the real ElasticController (plastic.core.elastic.controller) looking every ``look_s`` seconds (5, as
-  plastic run looks), starting from the plan's on-demand and first-wave nodes
+  plastic run looks), and ``wake_s`` (1 s) after a task ends, as plastic run's provisioner looks soon
+  after a task ends or Toil issues work (its BATCH_IDLE_S), starting from the plan's on-demand and first-wave nodes
   (plastic.core.elastic.controller.starting_nodes); its runtime estimates are the trace's runtimes, or those x
   ``estimate_factor`` (below 1, the tasks overrun them, as on a host slower than the trace's);
 - ``reactive``: a baseline modelled on Toil's cluster scaler: every ``look_s`` seconds (5, as plastic
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field, replace
 
 from bench.baselines import toil_binpacked_fit
 from plastic.core.elastic.controller import ElasticController, starting_nodes
-from plastic.core.elastic.forecast import Stage, TaskProgress, due_in_s
+from plastic.core.elastic.forecast import Stage, TaskProgress, due_in_s, earliest_start
 from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
@@ -99,6 +100,12 @@ class SimNode:
     cordoned: bool = False
     noticed_at: float | None = None
     released: bool = False
+    # where its money goes (Simulation._account): vCPU-seconds of tasks that finished or were thrown away
+    # by a preemption, and the seconds with at least one task on it, up to ``mark``
+    mark: float = 0.0
+    done_vcpu_s: float = 0.0
+    lost_vcpu_s: float = 0.0
+    occupied_s: float = 0.0
 
     @property
     def spot(self) -> bool:
@@ -111,6 +118,20 @@ class SimNode:
     def cost_usd(self, end: float) -> float:
         stop = self.ended_at if self.ended_at is not None else end
         return self.shape.usd_per_hour * max(stop - self.created_at, MIN_BILLED_S) / 3600.0
+
+    def spend_usd(self, boot_s: float) -> dict[str, float]:
+        """Its cost taken apart (the node ended): boot; the vCPU-seconds of tasks that finished (work) or
+        were thrown away (lost); the vCPUs left unused while some task ran (partial); ready with no task
+        (empty); the rest of the minimum charge (minimum).  The parts add up to cost_usd."""
+        life = (self.ended_at or self.created_at) - self.created_at
+        boot = min(boot_s, life)
+        usd_per_s = self.shape.usd_per_hour / 3600.0
+        vcpus = self.shape.usable.vcpus
+        work, lost = self.done_vcpu_s / vcpus, self.lost_vcpu_s / vcpus
+        return {"boot": usd_per_s * boot, "work": usd_per_s * work, "lost": usd_per_s * lost,
+                "partial": usd_per_s * (self.occupied_s - work - lost),
+                "empty": usd_per_s * (life - boot - self.occupied_s),
+                "minimum": usd_per_s * max(MIN_BILLED_S - life, 0.0)}
 
 
 @dataclass(frozen=True)
@@ -125,6 +146,8 @@ class SimResult:
     preemptions: int
     peak_nodes: int
     nodes_bought: int
+    # where the money went (SimNode.spend_usd): "reliable <part>" and "spot <part>" -> USD
+    spend_usd: dict[str, float] = field(default_factory=dict)
 
 
 class Simulation:
@@ -132,13 +155,15 @@ class Simulation:
                  seed: int = 1, rate_per_hour: float = 0.0, boot_s: float = 60.0, look_s: float = 5.0,
                  reactive_idle_s: float = 600.0, elastic_policy: ElasticPolicy | None = None,
                  horizon_s: float = 7 * 86400.0, estimate_factor: float = 1.0,
-                 forecast_dag: bool = True):
+                 forecast_dag: bool = True, wake_s: float = 1.0):
         self.policy = policy
         self.shapes = list(shapes)
         self.by_name = {(s.instance_type.name, s.market): s for s in self.shapes}
         self.rng = random.Random(seed)
         self.rate_per_hour = rate_per_hour
         self.boot_s, self.look_s, self.reactive_idle_s, self.horizon_s = boot_s, look_s, reactive_idle_s, horizon_s
+        self.wake_s = wake_s  # elastic: a look this long after a task ends (0: only every look_s)
+        self.wake_at: float | None = None
         self.now = 0.0
         self.events: list[tuple[float, int, str, tuple]] = []
         self.seq = itertools.count()
@@ -189,10 +214,30 @@ class Simulation:
     def _queue(self, t: SimTask) -> None:
         t.state, t.node, t.queued_at = "queued", None, self.now
 
+    def _account(self, n: SimNode) -> None:
+        """Bring the node's time tally to now (before any change of what runs on it)."""
+        if n.tasks:
+            n.occupied_s += self.now - n.mark
+        n.mark = self.now
+
+    def _drop(self, n: SimNode, t: SimTask, finished: bool) -> None:
+        """Take a task off a node: its vCPU-seconds there are work done, or work lost."""
+        self._account(n)
+        ran = t.spec.vcpus * (self.now - t.started_at)
+        if finished:
+            n.done_vcpu_s += ran
+        else:
+            n.lost_vcpu_s += ran
+        n.tasks.discard(t.spec.id)
+        n.used_vcpus -= t.spec.vcpus
+        n.used_ram_mib -= t.spec.ram_mib
+
     def _end_node(self, n: SimNode, state: NodeState) -> None:
+        self._account(n)
         n.state, n.ended_at = state, self.now
         for task_id in sorted(n.tasks):
             t = self.tasks[task_id]
+            n.lost_vcpu_s += t.spec.vcpus * (self.now - t.started_at)
             t.attempt += 1
             t.preemptions += 1
             self.preemptions += 1
@@ -220,6 +265,7 @@ class Simulation:
             if best is None:
                 continue
             n = best[1]
+            self._account(n)
             n.tasks.add(t.spec.id)
             n.used_vcpus += t.spec.vcpus
             n.used_ram_mib += t.spec.ram_mib
@@ -246,12 +292,13 @@ class Simulation:
         if t.state != "running" or t.attempt != attempt:
             return
         n = self.nodes[t.node or ""]
-        n.tasks.discard(task_id)
-        n.used_vcpus -= t.spec.vcpus
-        n.used_ram_mib -= t.spec.ram_mib
+        self._drop(n, t, finished=True)
         if not n.tasks:
             n.idle_since = self.now
         t.state, t.node = "done", None
+        if self.policy == "elastic" and self.wake_s > 0 and self.wake_at is None:
+            self.wake_at = self.now + self.wake_s
+            self._at(self.wake_at, "wake", ())
         self.done += 1
         self.last_end = self.now
         for c in t.children:
@@ -270,9 +317,7 @@ class Simulation:
         for task_id in sorted(n.tasks):  # those that cannot end before the margin are stopped now
             t = self.tasks[task_id]
             if t.started_at + t.runtime_s > self.now + NOTICE_S - NOTICE_MARGIN_S:
-                n.tasks.discard(task_id)
-                n.used_vcpus -= t.spec.vcpus
-                n.used_ram_mib -= t.spec.ram_mib
+                self._drop(n, t, finished=False)
                 t.attempt += 1
                 t.preemptions += 1
                 self.preemptions += 1
@@ -294,6 +339,12 @@ class Simulation:
         if self.done < len(self.tasks):
             self._at(self.now + self.look_s, "look", ())
 
+    def _wake(self) -> None:
+        """A look soon after a task ended (no new periodic look: those go on every look_s)."""
+        self.wake_at = None
+        if self.done < len(self.tasks):
+            self._elastic()
+
     def _view(self, n: SimNode) -> NodeView:
         state = n.state
         if state is NodeState.READY and n.noticed_at is not None:
@@ -310,7 +361,8 @@ class Simulation:
             return ()
         progress = {i: TaskProgress(Stage(t.state), t.started_at if t.state == "running" else None)
                     for i, t in self.tasks.items() if t.state != "waiting"}
-        due = due_in_s(self.estimated, progress, self.now, lead_s=lead_s)
+        start_at = earliest_start((self._view(n) for n in self.nodes.values()), self.now, lead_s)
+        due = due_in_s(self.estimated, progress, self.now, lead_s=lead_s, start_at=start_at)
         return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)
 
     def _estimate_s(self, t: SimTask) -> float:
@@ -380,7 +432,7 @@ class Simulation:
 
     def run(self) -> SimResult:
         handlers = {"ready": self._on_ready, "end": self._on_end, "notice": self._on_notice,
-                    "death": self._on_death, "look": self._look}
+                    "death": self._on_death, "look": self._look, "wake": self._wake}
         while self.events and self.done < len(self.tasks):
             t = self.events[0][0]
             if t > self.horizon_s:
@@ -391,13 +443,19 @@ class Simulation:
                 handlers[kind](*args)
             self._place()
         end = self.last_end if self.done == len(self.tasks) else self.now
+        spend: dict[str, float] = {}
         for n in self.nodes.values():
             if n.ended_at is None:
-                n.ended_at = max(end, n.created_at)
+                self.now = max(end, n.created_at)
+                self._account(n)
+                n.ended_at = self.now
+            for part, usd in n.spend_usd(self.boot_s).items():
+                key = f"{'spot' if n.spot else 'reliable'} {part}"
+                spend[key] = spend.get(key, 0.0) + usd
         usd = sum(n.cost_usd(end) for n in self.nodes.values())
         hours = sum(max((n.ended_at or end) - n.created_at, 0.0) for n in self.nodes.values()) / 3600.0
         return SimResult(self.policy, self.rate_per_hour > 0, usd, end, hours, self.done / max(len(self.tasks), 1),
-                         self.interruptions, self.preemptions, self.peak, len(self.nodes))
+                         self.interruptions, self.preemptions, self.peak, len(self.nodes), spend)
 
 
 def simulate(tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, **kw) -> SimResult:

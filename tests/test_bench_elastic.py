@@ -101,23 +101,8 @@ def test_short_estimates_are_what_the_controller_is_told_and_the_tasks_still_run
     assert res.completion == 1.0 and res.makespan_s >= 30 + 300 + 30  # the critical path at full runtimes
 
 
-# ---------------------------------------------------------------- the cost floor (bench/elastic_bound.py)
-
-def test_the_floor_of_a_hand_made_dag_is_the_arithmetic_of_its_rules():
-    """split 30 s -> 8 sorts of 300 s -> merge 30 s, boot 60 s, capped at 450 s: the window is 390 s,
-    every sort crosses its middle, so 8 vCPUs run at once; the reliable c5.large (2 vCPUs, the whole
-    run) takes two of them; six more vCPUs boot: three m5.large spot is the cheapest way."""
-    from bench.elastic_bound import critical_path_s, usd_lower_bound
-
-    tasks = dag()
-    assert critical_path_s(tasks) == 360.0
-    work = 30 + 8 * 300 + 30
-    core = 0.085 * (60 + 360) / 3600
-    boots = 3 * 0.0326 * 60 / 3600
-    busy = (0.0326 / 2) / 3600 * (work - 2 * 390)
-    assert usd_lower_bound(tasks, SHAPES, 450.0) == pytest.approx(core + boots + busy)
-    assert usd_lower_bound(tasks, SHAPES, 419.0) == float("inf")  # shorter than boot + critical path
-
+# ------------------------------------ the cost floor (plastic.core.account.floor, as bench/elastic_bound.py gives it)
+# Its arithmetic on a hand-made DAG: tests/core/account/test_floor.py.  Here: no simulated run goes below it.
 
 dags = st.lists(st.tuples(st.integers(1, 4), st.floats(1.0, 900.0),
                           st.sampled_from([RELIABLE, PREEMPTIBLE, Preempt(1)]),
@@ -153,6 +138,13 @@ def test_no_simulated_run_pays_less_than_the_floor_for_its_own_makespan(shape, p
         return
     assert res.completion == 1.0
     assert res.usd >= usd_lower_bound(tasks, SHAPES, res.makespan_s, boot_s=boot_s) * (1 - 1e-9)
+    # where the money went adds up to what was paid, no part below zero, and the work is the tasks' own
+    assert sum(res.spend_usd.values()) == pytest.approx(res.usd, rel=1e-9)
+    assert min(res.spend_usd.values()) >= -1e-12
+    work_vcpu_s = sum(t.vcpus * t.runtime_s for t in tasks)
+    cheapest, dearest = (f(s.usd_per_hour / s.usable.vcpus for s in SHAPES) / 3600.0 for f in (min, max))
+    work_usd = res.spend_usd.get("spot work", 0.0) + res.spend_usd.get("reliable work", 0.0)
+    assert cheapest * work_vcpu_s * (1 - 1e-9) <= work_usd <= dearest * work_vcpu_s * (1 + 1e-9)
 
 
 def test_the_static_plan_strands_a_task_too_big_for_its_reliable_node_when_its_spot_node_is_lost():

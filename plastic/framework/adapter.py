@@ -48,7 +48,7 @@ from plastic.core.book.jobbook import JobBook
 from plastic.core.book.jobs import ENDED
 from plastic.core.book.lifecycle import TaskState
 from plastic.core.book.placement import AgentInfo
-from plastic.core.book.records import Record
+from plastic.core.book.records import JobEnded, Record
 from plastic.core.model import Preempt, Resources
 from plastic.framework.driver_commands import send
 from plastic.framework.launcher import Launcher, TaskCommand
@@ -114,6 +114,7 @@ class Framework(MesosCallbacks):
         self.ended: queue.Queue[cmd.ReportJobEnd] = queue.Queue()
         self.on_ended = on_ended or self.ended.put
         self.on_issued: list[Callable[[], None]] = []  # called (off the lock) after each job issued
+        self.on_attempt_ended: list[Callable[[], None]] = []  # called (off the lock) after an attempt ended
         self.unplaceable: dict[str, str] = {}
         self.executor_agents: set[str] = set()  # agents where plastic's executor ran a task of this framework
         self.launcher = Launcher(TaskInfoBuilder(executor or executor_kind_from_env(), executor_command))
@@ -211,6 +212,7 @@ class Framework(MesosCallbacks):
 
     def apply(self, event: evt.Event) -> Decisions:
         """Apply ``event``, then any answer it got at once; returns what the book decided on ``event``."""
+        ended = False
         with self.lock:
             self._pending.append(event)
             steps: list[Decisions] = []
@@ -219,6 +221,7 @@ class Framework(MesosCallbacks):
                 now = self.clock()
                 decided = self.book.handle(ev, now)
                 steps.append(decided)
+                ended = ended or any(isinstance(r, JobEnded) for r in decided.records)
                 self._record(ev, now, decided.records, decided.commands)
                 for command in decided.commands:
                     try:
@@ -226,6 +229,9 @@ class Framework(MesosCallbacks):
                     except Exception:
                         log.exception("could not carry out %r", command)
             self.changed.notify_all()
+        if ended:
+            for listener in self.on_attempt_ended:
+                listener()
         return steps[0] if steps else Decisions()
 
     def _record(self, event: Any, now: float, records: Sequence[Record], commands: Sequence[Any],

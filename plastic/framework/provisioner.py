@@ -1,7 +1,8 @@
 """Provisioner: the elastic controller's shell in the batch system (decides nothing itself).
 
-Every ``interval_s``, and sooner when the Toil leader issues work (once it has been quiet for
-``BATCH_IDLE_S``: a burst of jobs is looked at together, as Karpenter batches pending pods), it
+Every ``interval_s``, and sooner when the Toil leader issues work or a task ends (once it has been
+quiet for ``BATCH_IDLE_S``: a burst of jobs is looked at together, as Karpenter batches pending pods;
+a node whose last task ended is released within about that, not a whole interval later), it
 lists the provider's nodes (off the Framework's lock), moves their times onto the book's clock (the
 controller's) and, under the lock, hands them (NodesListed) with the book to the ElasticMachine
 (plastic.core.elastic.machine), whose observation (plastic.core.elastic.observation) joins them with
@@ -64,7 +65,7 @@ class Provisioner:
         self.tags = dict(tags or {})
         self.wall_clock = wall_clock
         self._stop = threading.Event()
-        self._issued = threading.Event()  # set by the Framework when Toil issues a job, and by stop()
+        self._nudged = threading.Event()  # set when Toil issues a job or a task ends, and by stop()
         self._thread: threading.Thread | None = None
         self._provider_down = False
         # the controller and the plan-ahead state of its observation: the plan's tasks are expected until
@@ -75,14 +76,15 @@ class Provisioner:
     def start(self) -> Provisioner:
         with self.framework.lock:
             self._begin(self.framework.clock())
-        self.framework.on_issued.append(self._issued.set)
+        self.framework.on_issued.append(self._nudged.set)
+        self.framework.on_attempt_ended.append(self._nudged.set)
         self._thread = threading.Thread(target=self._loop, name="plastic-provisioner", daemon=True)
         self._thread.start()
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
-        self._issued.set()
+        self._nudged.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
 
@@ -97,15 +99,15 @@ class Provisioner:
                 log.exception("elastic provisioning step failed")
 
     def _wait_for_look(self) -> None:
-        """Until the next look: ``interval_s`` from the last one, or sooner once Toil has issued work and
-        then nothing more for ``BATCH_IDLE_S`` (never later than ``interval_s``)."""
+        """Until the next look: ``interval_s`` from the last one, or sooner once Toil has issued work or a
+        task has ended and then nothing more for ``BATCH_IDLE_S`` (never later than ``interval_s``)."""
         deadline = time.monotonic() + self.interval_s
-        if not self._issued.wait(self.interval_s):
+        if not self._nudged.wait(self.interval_s):
             return
         while not self._stop.is_set():
-            self._issued.clear()
+            self._nudged.clear()
             left = deadline - time.monotonic()
-            if left <= 0 or not self._issued.wait(min(BATCH_IDLE_S, left)):
+            if left <= 0 or not self._nudged.wait(min(BATCH_IDLE_S, left)):
                 return
 
     def _begin(self, started_at: float | None) -> None:

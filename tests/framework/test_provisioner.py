@@ -96,6 +96,40 @@ def test_work_issued_is_looked_at_soon_after_its_burst_not_at_the_next_interval(
     assert not prov._thread.is_alive() and time.monotonic() - stopped < 30
 
 
+def test_a_task_that_ends_is_looked_at_soon_so_its_node_goes_when_done():
+    """A running provisioner looks soon after a task ends (BATCH_IDLE_S of quiet), not up to interval_s
+    later: a node whose last task ended is released within about that (the controller's release when
+    done, with a lead), while the Framework's listeners hear of ended attempts only."""
+    import threading
+
+    fw, provider, _, rec, clock, core = setup()
+    heard = []
+    fw.on_attempt_ended.append(lambda: heard.append(True))
+    core_node = provider.nodes[core]
+    fw.issue("j", TaskCommand("true"), Resources(1, 1024), RELIABLE)
+    fw.resourceOffers(fw.driver, [offer_of(core_node, 2, 4096, "o0")])
+    fw.statusUpdate(fw.driver, {"task_id": {"value": "j.1"}, "state": "TASK_RUNNING", "uuid": "a"})
+    assert heard == []  # issued, launched, running: no attempt ended
+    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=30)), provider, ELASTIC_SHAPES,
+                       interval_s=600)
+    looked = threading.Event()
+    tick = prov.tick
+
+    def tick_and_tell():
+        outputs = tick()
+        looked.set()
+        return outputs
+
+    prov.tick = tick_and_tell
+    prov.start()
+    try:
+        fw.statusUpdate(fw.driver, {"task_id": {"value": "j.1"}, "state": "TASK_FINISHED", "uuid": "b"})
+        assert heard == [True]
+        assert looked.wait(60), "no look within a minute of the task's end (the interval is 10 minutes)"
+    finally:
+        prov.stop(timeout_s=30)
+
+
 def test_an_idle_node_is_cordoned_then_terminated_and_never_the_reliable_one():
     fw, provider, prov, rec, clock, core = setup()
     core_node = provider.nodes[core]

@@ -26,8 +26,10 @@ Rules, each observation:
   within ``lead_s`` (the boot time; 0: off) count as work after the queued tasks: they take the
   room left and the room of tasks expected to end by then (NodeView.ending), the rest gets nodes now
   (reason ``expected_work``) so that they are up when the tasks are queued.  An idle node the
-  forecast gives no work within the lead is released after ``unneeded_idle_s`` (10 s) instead of
-  ``idle_s``.
+  forecast gives no work within the lead is released once idle for ``unneeded_idle_s`` (0 s: when its
+  last task ends, release when done) instead of ``idle_s``, cordoned and terminated in the same look:
+  the shell applies the cordon under the lock the observation was taken under, so nothing reaches
+  it in between (a task being launched counts as running on it).
 - Always one reliable node: with no on-demand node ready or booting, the cheapest one is created.
 - Scale in: a ready node with no task and no queued work that fits it, idle for ``idle_s``, is
   cordoned (it takes no new work), then terminated at the next observation if still without a task;
@@ -170,7 +172,7 @@ class ElasticController:
         queued_ids = {t.task_id for t in obs.queued}
         self.expected_ids = frozenset(t.task_id for t in left_tasks if t.task_id not in queued_ids)
         self._grow(nodes, capacity, left, now, out)
-        self._shrink(capacity, given, needed, now, out)
+        self._shrink(capacity, given, needed, frozenset(t.task_id for t in obs.queued), now, out)
 
     def _spot_lost(self, n: NodeView, now: float) -> None:
         """Count a spot node as lost once: at its terminate notice, or when it goes without one.  What is
@@ -224,12 +226,15 @@ class ElasticController:
                 out.append(UncordonNode(n.node_id, f"{fits} queued task(s) fit it"))
                 out.append(NodeUncordoned(n.node_id, fits, n.cluster, n.instance_type, str(n.market)))
                 continue
-            idle_s = now - n.idle_since if n.idle_since is not None else 0.0
-            self.terminated.add(n.node_id)
-            self.releases.append(_Release(n.instance_type, n.market, now, queued))
-            reason = f"idle for {idle_s:.0f} s"
-            out.append(TerminateNode(n.node_id, reason))
-            out.append(NodeReleased(n.node_id, n.cluster, n.instance_type, str(n.market), reason))
+            self._terminate(n, queued, now, out)
+
+    def _terminate(self, n: NodeView, queued: frozenset[str], now: float, out: list) -> None:
+        idle_s = now - n.idle_since if n.idle_since is not None else 0.0
+        self.terminated.add(n.node_id)
+        self.releases.append(_Release(n.instance_type, n.market, now, queued))
+        reason = f"idle for {idle_s:.0f} s"
+        out.append(TerminateNode(n.node_id, reason))
+        out.append(NodeReleased(n.node_id, n.cluster, n.instance_type, str(n.market), reason))
 
     def _requested_nodes(self, now: float) -> list[NodeView]:
         """Creations asked for and not yet seen, as booting nodes (they count as capacity)."""
@@ -367,15 +372,18 @@ class ElasticController:
 
     # ------------------------------------------------------------ scale in
 
-    def _shrink(self, capacity: Sequence[NodeView], given: dict[str, int], needed: frozenset[str], now: float,
-                out: list) -> None:
+    def _shrink(self, capacity: Sequence[NodeView], given: dict[str, int], needed: frozenset[str],
+                queued: frozenset[str], now: float, out: list) -> None:
         ready = [n for n in capacity if n.state is NodeState.READY]
         reliable_left = sum(1 for n in ready if n.reliable) + sum(
             1 for n in capacity if n.state is NodeState.PENDING and n.reliable)
         pol = self.policy
 
-        def idle_for(n: NodeView) -> float:  # looking ahead, a node no work needs within a boot goes sooner
-            return min(pol.idle_s, pol.unneeded_idle_s) if pol.lead_s > 0 and n.node_id not in needed else pol.idle_s
+        def unneeded(n: NodeView) -> bool:  # looking ahead, a node no work needs within a boot goes sooner
+            return pol.lead_s > 0 and n.node_id not in needed
+
+        def idle_for(n: NodeView) -> float:
+            return min(pol.idle_s, pol.unneeded_idle_s) if unneeded(n) else pol.idle_s
 
         idle = [n for n in ready if n.running == 0 and not given.get(n.node_id) and n.idle_since is not None
                 and now - n.idle_since >= idle_for(n)]
@@ -384,9 +392,12 @@ class ElasticController:
                 if reliable_left <= 1:
                     continue  # never the last reliable node
                 reliable_left -= 1
-            self.cordoned[n.node_id] = now
             out.append(CordonNode(n.node_id, f"idle for {now - n.idle_since:.0f} s"))
             out.append(NodeCordoned(n.node_id, now - n.idle_since, n.cluster, n.instance_type, str(n.market)))
+            if unneeded(n):  # release when done: no work within a boot, nothing to uncordon it for
+                self._terminate(n, queued, now, out)
+            else:
+                self.cordoned[n.node_id] = now
 
 
 

@@ -5,8 +5,9 @@
 The elastic controller buys nodes for queued work; a node then boots for a while, so a wave that
 starts when its parents end waits one boot for its nodes.  With runtime estimates the wave can be
 seen coming: a waiting task is queued when its last parent ends, a parent ends ``runtime_s`` after
-it starts, a running task started when it was placed and a queued one starts now (capacity is
-assumed to be there: the forecast is of the work, not of the cluster).  `due_in_s` gives, for each
+it starts, a running task started when it was placed and a queued one starts now, or, while no node
+is up, when the first booting node is (`earliest_start`: the forecast is of the work, not of the
+cluster's room, but a wave cannot start before any node can run it).  `due_in_s` gives, for each
 waiting task whose ancestors all have an estimate, the seconds from ``now`` until it is queued
 (a parent past its estimate is given one lead of grace, as its room is below; after that its end,
 and so its children's, is unknown); a task below one without an estimate has no forecast.
@@ -63,17 +64,31 @@ class TaskProgress:
     ended_at: float | None = None  # DONE: when it ended (plan_ahead; None: long ago)
 
 
+def earliest_start(nodes: Iterable[NodeView], now: float, lead_s: float) -> float:
+    """When queued work can start at the soonest: now if a node is up (ready, or draining but still
+    running), else when the first booting node is (``lead_s`` after it was asked for, or its known
+    ready time), else a boot from now (nothing is there: new nodes must come first)."""
+    booting = []
+    for n in nodes:
+        if n.state is NodeState.READY:
+            return now
+        if n.state is NodeState.PENDING:
+            booting.append(n.ready_at if n.ready_at is not None else n.created_at + lead_s)
+    return max(min(booting, default=now + lead_s), now)
+
+
 def due_in_s(tasks: Sequence[TaskSpec], progress: Mapping[str, TaskProgress], now: float, *,
-             lead_s: float) -> dict[str, float]:
+             lead_s: float, start_at: float | None = None) -> dict[str, float]:
     """Seconds from ``now`` until each forecastable waiting task is queued (see the module's text).
-    A task missing from ``progress`` is waiting.  A running task past its estimate is expected to end
-    as `room_back_at` says (by its estimate plus ``lead_s``; past that, its end is unknown)."""
+    A task missing from ``progress`` is waiting; a queued one starts at ``start_at`` (`earliest_start`;
+    None: now).  A running task past its estimate is expected to end as `room_back_at` says (by its
+    estimate plus ``lead_s``; past that, its end is unknown)."""
     by_id = {t.id: t for t in tasks}
-    return _due_in_order(_topological(tasks, by_id), by_id, progress, now, lead_s)
+    return _due_in_order(_topological(tasks, by_id), by_id, progress, now, lead_s, start_at)
 
 
 def _due_in_order(order: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec], progress: Mapping[str, TaskProgress],
-                  now: float, lead_s: float) -> dict[str, float]:
+                  now: float, lead_s: float, start_at: float | None = None) -> dict[str, float]:
     """`due_in_s` on tasks already in topological order (plan_ahead has it)."""
     end_at: dict[str, float | None] = {}  # when a task is expected to end (None: unknown)
     due: dict[str, float] = {}
@@ -92,6 +107,8 @@ def _due_in_order(order: Sequence[TaskSpec], by_id: Mapping[str, TaskSpec], prog
             start = None if any(e is None for e in ends) else max(ends, default=now)
             if start is not None:
                 due[task.id] = max(start - now, 0.0)
+        if start is not None and start_at is not None and p.state is not Stage.RUNNING:
+            start = max(start, start_at)  # queued (or due) before any node is up: it starts when one is
         if start is None or runtime is None:
             end_at[task.id] = None
         elif p.state is Stage.RUNNING:
@@ -127,7 +144,7 @@ def issued_by_step(issued: Iterable[tuple[str, str | None, TaskProgress]]) -> di
 
 
 def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[TaskProgress]], now: float,
-               started_at: float, hold_s: float, *, lead_s: float) -> PlanOutlook:
+               started_at: float, hold_s: float, *, lead_s: float, start_at: float | None = None) -> PlanOutlook:
     """The plan's tasks that the Toil leader has not issued yet, as expected work with their due times.
 
     A run through Toil learns its jobs only as they become ready; the plan knows the DAG.  The run's
@@ -160,7 +177,7 @@ def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[Ta
         ended = [_ended_at(progress.get(p)) for p in parents]
         if all(e is not None for e in ended) and now - max(ended, default=started_at) >= hold_s:
             given_up.add(t.id)
-    due = _due_in_order(order, by_id, progress, now, lead_s)
+    due = _due_in_order(order, by_id, progress, now, lead_s, start_at)
     expected = tuple(WaitingTask(t.id, t.demand, t.preempt.max_preemptions == 0, t.instance_type, 0.0, due[t.id],
                                  t.runtime_s)
                      for t in tasks if t.id in due and t.id not in given_up)
@@ -290,7 +307,9 @@ class _Ahead:
         most_vcpus = max(r.vcpus for r in self.open.values())
         most_ram_mib = max(r.ram_mib for r in self.open.values())
         due_at = self.due_at
-        for entry in self.groups:
+        # the groups in order of their longest-due task (then as grouped): work queued now is served
+        # before work only expected, or a larger group expected later would take the room it waits for
+        for entry in sorted(self.groups, key=lambda e: due_at[e[1][0]] if e[1] else math.inf):
             g, ids = entry
             if not ids:
                 continue

@@ -89,7 +89,7 @@ class ElasticPolicy:
     band_weight: float = 0.5  # spot shapes are compared at price x (1 + weight x interruption risk)
     spot: bool = True  # may buy spot capacity at all
     lead_s: float = 0.0  # expected work due within this is bought for now (the nodes' boot time)
-    unneeded_idle_s: float = 10.0  # with a lead: an idle node no work needs within it goes after this
+    unneeded_idle_s: float = 0.0  # with a lead: an idle node no work needs within it goes after this
 
 
 # ------------------------------------------------------------------ events

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from plastic.core.book.jobs import ENDED, LIVE, Job
 from plastic.core.book.state import BookState
-from plastic.core.elastic.forecast import Stage, TaskProgress, issued_by_step, plan_ahead
+from plastic.core.elastic.forecast import Stage, TaskProgress, earliest_start, issued_by_step, plan_ahead
 from plastic.core.elastic.model import ClusterObserved, ElasticPolicy, NodeState, NodeView, WaitingTask
 from plastic.core.model import Market, NodeShape, Resources, TaskSpec
 from plastic.core.planning.plan import step_of
@@ -121,12 +121,12 @@ def observe(book: BookState, listed: NodesListed, shapes: Shapes, policy: Elasti
         views.append(_view(book, node, agent_id, on_agent.get(agent_id or "", []), shape, now, looking))
     expected: tuple[WaitingTask, ...] = ()
     if looking:
-        expected, ahead = _expected(book, policy, ahead, now)
+        expected, ahead = _expected(book, policy, ahead, now, earliest_start(views, now, policy.lead_s))
     return Observation(ClusterObserved(queued, tuple(views), expected), ahead)
 
 
-def _expected(book: BookState, policy: ElasticPolicy, ahead: PlanAhead,
-              now: float) -> tuple[tuple[WaitingTask, ...], PlanAhead]:
+def _expected(book: BookState, policy: ElasticPolicy, ahead: PlanAhead, now: float,
+              start_at: float) -> tuple[tuple[WaitingTask, ...], PlanAhead]:
     """The plan's tasks not issued yet, as expected work (plastic.core.elastic.forecast.plan_ahead): the
     book's jobs of each step in issue order (one per Toil job: a re-issue takes its place) stand for
     the plan's tasks of that step, and a step's tool's estimate, once the book has one, replaces the
@@ -142,7 +142,7 @@ def _expected(book: BookState, policy: ElasticPolicy, ahead: PlanAhead,
             estimates[job.step] = estimate
     tasks = [t if (e := estimates.get(step_of(t.id))) is None or e == t.runtime_s else replace(t, runtime_s=e)
              for t in ahead.tasks]
-    outlook = plan_ahead(tasks, by_step, now, started_at, policy.idle_s, lead_s=policy.lead_s)
+    outlook = plan_ahead(tasks, by_step, now, started_at, policy.idle_s, lead_s=policy.lead_s, start_at=start_at)
     # settled for good: issued jobs and the time since their parents ended only grow
     return outlook.expected, PlanAhead(() if outlook.settled else ahead.tasks, started_at)
 

@@ -135,7 +135,13 @@ def test_the_plan_s_tasks_are_dated_from_the_start_then_from_their_parents_and_d
     first = look(h, policy=AHEAD, ahead=PlanAhead(PLAN))
     assert first.ahead == PlanAhead(PLAN, 100.0)  # the first look starts the clock
     due = {t.task_id: t.due_in_s for t in first.observed.expected}
-    assert due == {"split": 0.0, "sort[0]": 10.0, "sort[1]": 10.0}
+    # no node at all: the split is issued now but runs only once a node is up, a boot (the lead) from now
+    assert due == {"split": 0.0, "sort[0]": 25.0, "sort[1]": 25.0}
+    booting = look(h, fact("n", NodeState.PENDING), policy=AHEAD, ahead=PlanAhead(PLAN)).observed
+    # a node booting since 0, more than a boot ago: taken as up at any moment, so the split runs now
+    assert {t.task_id: t.due_in_s for t in booting.expected}["sort[0]"] == 10.0
+    ready = look(h, fact("n"), policy=AHEAD, ahead=PlanAhead(PLAN)).observed  # a node is up: it runs now
+    assert {t.task_id: t.due_in_s for t in ready.expected} == {"split": 0.0, "sort[0]": 10.0, "sort[1]": 10.0}
     h.run("s", agent=CORE, step="split")  # the leader issued the split; it runs
     h.now += 4.0
     later = look(h, policy=AHEAD, ahead=first.ahead)

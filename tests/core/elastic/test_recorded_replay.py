@@ -1,9 +1,11 @@
 """A recorded elastic run replays through the JobBook and the elastic controller to the same decisions.
 
-data/decisions-elastic-interrupted.jsonl.gz is the decisions log of a real run, recorded on 2026-11-29
-when the looks began to be logged whole: `plastic run` of tests/chaos/data/square-sum (40 items,
-``seconds: 4``, its plan.json) on the local cluster with ``--interrupt-rate 3 --notice-seconds 10
---idle-seconds 5 --seed 2 --boot-seconds 2 --max-nodes 5 -- --plasticElasticEverySeconds 1`` (a boot
+data/decisions-elastic-interrupted.jsonl.gz is the decisions log of a real run, recorded again on
+2026-11-29 when the controller began to release a node no work needs at once (the earlier recording,
+of the looks logged whole, decided otherwise at its first such node): `plastic run` of
+tests/chaos/data/square-sum (40 items, ``seconds: 4``, its plan.json) on the local cluster with
+``--interrupt-rate 3 --notice-seconds 10 --idle-seconds 5 --seed 3 --boot-seconds 2 --max-nodes 5 --
+--plasticElasticEverySeconds 1`` (a boot
 lead, so the observation dates the plan's tasks and the running ones' ends too).  The controller asked
 for nodes for expected work and to replace interrupted spot nodes, met a limit, cordoned and released
 an idle node.  A change to the controller, its observation or the book that decides otherwise on the
@@ -44,7 +46,7 @@ def test_the_recorded_run_replays_through_the_book_and_the_controller_to_the_sam
     book, elastic = result.book, result.elastic
     assert book.books == 1 and book.events > 200 and book.torn == 0
     assert (elastic.starts, elastic.skipped, elastic.torn) == (1, 0, 0)
-    assert elastic.looks > 20 and elastic.answers >= 3 and elastic.decisions > 20
+    assert elastic.looks > 20 and elastic.answers >= 2 and elastic.decisions > 20
     assert book == replay(log)  # the book's side is the book's replay
 
 
