@@ -151,8 +151,8 @@ def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[Ta
     jobs of each CWL step, in the order they were issued (``jobs_by_step``), stand for the plan's
     tasks of that step in the plan's order ("sort[0]", "sort[1]", ...); the plan's other tasks are
     not issued, and `due_in_s` dates them from their parents' progress and the estimates the tasks
-    carry.  A task not issued whose parents have all ended (a first-wave task: since the run
-    started) is due now, but only for ``hold_s``: the leader issues ready work within seconds, so a
+    carry.  A task not issued whose parents have all ended (a first-wave task: since ``started_at``,
+    which the observation sets to the leader's first issue) is due now, but only for ``hold_s``: the leader issues ready work within seconds, so a
     task still missing after that never comes (the scatter was narrower than planned, or the jobs
     carry other step names), and neither do the tasks below it.  This keeps the nodes the run
     started for the first wave through a slow start, and buys a later wave's nodes while its

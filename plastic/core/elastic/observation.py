@@ -142,7 +142,11 @@ def _expected(book: BookState, policy: ElasticPolicy, ahead: PlanAhead, now: flo
             estimates[job.step] = estimate
     tasks = [t if (e := estimates.get(step_of(t.id))) is None or e == t.runtime_s else replace(t, runtime_s=e)
              for t in ahead.tasks]
-    outlook = plan_ahead(tasks, by_step, now, started_at, policy.idle_s, lead_s=policy.lead_s, start_at=start_at)
+    # a first-wave task the leader has not issued is held from the leader's first issue (Toil may take
+    # a minute to start a large workflow: until it issues anything, the first wave is still coming)
+    leader_up_at = min((job.issued_at for job in issued), default=now)
+    outlook = plan_ahead(tasks, by_step, now, max(started_at, leader_up_at), policy.idle_s, lead_s=policy.lead_s,
+                         start_at=start_at)
     # settled for good: issued jobs and the time since their parents ended only grow
     return outlook.expected, PlanAhead(() if outlook.settled else ahead.tasks, started_at)
 
