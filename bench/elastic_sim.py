@@ -353,15 +353,16 @@ class Simulation:
                         n.shape.usd_per_hour, n.created_at, Resources(n.used_vcpus, n.used_ram_mib), len(n.tasks),
                         n.idle_since if not n.tasks and state is NodeState.READY else None, n.ended_at, n.released)
 
-    def _expected(self) -> tuple[WaitingTask, ...]:
+    def _expected(self, views: Sequence[NodeView]) -> tuple[WaitingTask, ...]:
         """Waiting tasks due within the controller's lead time, by the forecast of plastic.core.elastic.forecast
-        on the trace's runtimes (the estimates the plan was made with)."""
+        on the trace's runtimes (the estimates the plan was made with); queued work starts once one of
+        the nodes (``views``, this look's) is up."""
         lead_s = self.controller.policy.lead_s
         if lead_s <= 0 or not self.forecast_dag:
             return ()
         progress = {i: TaskProgress(Stage(t.state), t.started_at if t.state == "running" else None)
                     for i, t in self.tasks.items() if t.state != "waiting"}
-        start_at = earliest_start((self._view(n) for n in self.nodes.values()), self.now, lead_s)
+        start_at = earliest_start(views, self.now, lead_s)
         due = due_in_s(self.estimated, progress, self.now, lead_s=lead_s, start_at=start_at)
         return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)
 
@@ -381,7 +382,7 @@ class Simulation:
             views = tuple(replace(v, task_ends=tuple(
                 (self.tasks[i].started_at + self._estimate_s(self.tasks[i]), self.tasks[i].spec.demand)
                 for i in sorted(self.nodes[v.node_id].tasks))) for v in views)
-        out = self.controller.handle(ClusterObserved(queued, views, self._expected()), self.now)
+        out = self.controller.handle(ClusterObserved(queued, views, self._expected(views)), self.now)
         for o in out:
             if isinstance(o, CreateNodes):
                 shape = self.by_name[(o.instance_type, o.market)]

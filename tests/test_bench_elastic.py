@@ -12,22 +12,15 @@ from bench.elastic_sim import MIN_BILLED_S, Simulation, simulate
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
-    Catalog,
-    InstanceType,
     Preempt,
     TaskSpec,
     Workload,
-    node_shapes,
 )
 from plastic.core.planning.sizing import plan_workload
+from tests.fakes.catalogs import THREE_CATALOG, THREE_SHAPES
 from tests.fakes.workloads import dag
 
-CATALOG = Catalog((
-    InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
-    InstanceType("c5.xlarge", 4, 8192, 0.17, 0.0748, "<5%"),
-    InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
-))
-SHAPES = node_shapes(CATALOG)
+CATALOG, SHAPES = THREE_CATALOG, THREE_SHAPES
 
 
 def plan_of(tasks):

@@ -4,7 +4,10 @@ tests do not depend on any catalog file or loader.
 - ``CATALOG`` / ``SHAPES``: the real us-east-1 c5/m5/r5 prices (large..4xlarge) the brief gives (the
   planner, packing, budget and lower-bound tests);
 - ``ELASTIC_CATALOG`` / ``ELASTIC_SHAPES``: the six types of the elastic controller's scenarios (the
-  controller, its properties and forecast, the Provisioner).
+  controller, its properties and forecast, the Provisioner);
+- ``THREE_CATALOG`` / ``THREE_SHAPES``: three types small enough to work costs out by hand (c5.large on
+  demand the cheapest reliable node, m5.large spot the cheapest vCPU): the floor, a run's floor in its
+  report, and the elastic simulation.
 """
 
 from __future__ import annotations
@@ -65,3 +68,10 @@ ELASTIC_CATALOG = Catalog((
     InstanceType("r5.large", 2, 16384, 0.126, 0.0504, "<5%"),
 ))
 ELASTIC_SHAPES = node_shapes(ELASTIC_CATALOG)
+
+THREE_CATALOG = Catalog((
+    InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
+    InstanceType("c5.xlarge", 4, 8192, 0.17, 0.0748, "<5%"),
+    InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
+))
+THREE_SHAPES = node_shapes(THREE_CATALOG)

@@ -6,6 +6,8 @@ ElasticController; agents appear to the framework as the fake driver's offers fo
 
 from __future__ import annotations
 
+import threading
+
 from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.model import ElasticPolicy, NodeState
 from plastic.core.model import PREEMPTIBLE, RELIABLE, Market, Resources
@@ -61,16 +63,10 @@ def test_queued_work_creates_spot_nodes_whose_agents_then_take_it():
     assert launched == sorted([core, core] + [n.node_id for n in spot for _ in range(2)])  # spot first, then core
 
 
-def test_work_issued_is_looked_at_soon_after_its_burst_not_at_the_next_interval():
-    """Toil issues a scatter's jobs together: the running provisioner looks once they stop coming
-    (BATCH_IDLE_S of quiet), not up to interval_s later; stop() wakes a loop that waits."""
-    import threading
-    import time
-
-    from plastic.framework import provisioner as provisioner_module
-
-    fw, provider, _, rec, clock, core = setup()
-    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=30)), provider, ELASTIC_SHAPES, interval_s=600)
+def telling_provisioner(fw: Framework, provider: RecordingProvider):
+    """A provisioner that looks every 10 minutes unless nudged, and an event set by each of its looks."""
+    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=30)), provider, ELASTIC_SHAPES,
+                       interval_s=600)
     looked = threading.Event()
     tick = prov.tick
 
@@ -80,6 +76,18 @@ def test_work_issued_is_looked_at_soon_after_its_burst_not_at_the_next_interval(
         return outputs
 
     prov.tick = tick_and_tell
+    return prov, looked
+
+
+def test_work_issued_is_looked_at_soon_after_its_burst_not_at_the_next_interval():
+    """Toil issues a scatter's jobs together: the running provisioner looks once they stop coming
+    (BATCH_IDLE_S of quiet), not up to interval_s later; stop() wakes a loop that waits."""
+    import time
+
+    from plastic.framework import provisioner as provisioner_module
+
+    fw, provider, _, rec, clock, core = setup()
+    prov, looked = telling_provisioner(fw, provider)
     prov.start()
     try:
         started = time.monotonic()
@@ -98,10 +106,8 @@ def test_work_issued_is_looked_at_soon_after_its_burst_not_at_the_next_interval(
 
 def test_a_task_that_ends_is_looked_at_soon_so_its_node_goes_when_done():
     """A running provisioner looks soon after a task ends (BATCH_IDLE_S of quiet), not up to interval_s
-    later: a node whose last task ended is released within about that (the controller's release when
-    done, with a lead), while the Framework's listeners hear of ended attempts only."""
-    import threading
-
+    later, so that the controller can release a node as its last task ends; the Framework's listeners
+    hear of ended attempts only."""
     fw, provider, _, rec, clock, core = setup()
     heard = []
     fw.on_attempt_ended.append(lambda: heard.append(True))
@@ -110,17 +116,7 @@ def test_a_task_that_ends_is_looked_at_soon_so_its_node_goes_when_done():
     fw.resourceOffers(fw.driver, [offer_of(core_node, 2, 4096, "o0")])
     fw.statusUpdate(fw.driver, {"task_id": {"value": "j.1"}, "state": "TASK_RUNNING", "uuid": "a"})
     assert heard == []  # issued, launched, running: no attempt ended
-    prov = Provisioner(fw, ElasticController(ELASTIC_SHAPES, ElasticPolicy(idle_s=30)), provider, ELASTIC_SHAPES,
-                       interval_s=600)
-    looked = threading.Event()
-    tick = prov.tick
-
-    def tick_and_tell():
-        outputs = tick()
-        looked.set()
-        return outputs
-
-    prov.tick = tick_and_tell
+    prov, looked = telling_provisioner(fw, provider)
     prov.start()
     try:
         fw.statusUpdate(fw.driver, {"task_id": {"value": "j.1"}, "state": "TASK_FINISHED", "uuid": "b"})

@@ -19,15 +19,11 @@ from plastic.core.account.floor import (
     run_floor,
     usd_lower_bound,
 )
-from plastic.core.model import Catalog, InstanceType, TaskSpec, node_shapes
+from plastic.core.model import TaskSpec
+from tests.fakes.catalogs import THREE_CATALOG, THREE_SHAPES
 from tests.fakes.workloads import dag
 
-CATALOG = Catalog((
-    InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
-    InstanceType("c5.xlarge", 4, 8192, 0.17, 0.0748, "<5%"),
-    InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
-))
-SHAPES = node_shapes(CATALOG)
+CATALOG, SHAPES = THREE_CATALOG, THREE_SHAPES
 SPOT_VCPU_S = 0.0326 / 2 / 3600  # the cheapest vCPU-second: m5.large spot
 
 

@@ -18,8 +18,7 @@ from plastic.core.account.report import (
     build_report,
     price_agents,
 )
-from plastic.core.model import Catalog, InstanceType
-from tests.fakes.catalogs import CATALOG
+from tests.fakes.catalogs import CATALOG, THREE_CATALOG
 
 AGENTS = [
     AgentSpan("core-1", "core", False, "c5.large", 0.085, 0.085),
@@ -71,11 +70,7 @@ def test_counts_and_costs():
 
 
 # c5.large on demand is the cheapest reliable node, m5.large spot the cheapest vCPU (0.0163 USD an hour)
-FLOOR_CATALOG = Catalog((
-    InstanceType("c5.large", 2, 4096, 0.085, 0.0349, "<5%"),
-    InstanceType("c5.xlarge", 4, 8192, 0.17, 0.0748, "<5%"),
-    InstanceType("m5.large", 2, 8192, 0.096, 0.0326, "15-20%"),
-))
+FLOOR_CATALOG = THREE_CATALOG
 
 
 def floor_story() -> list[RunEvent]:
