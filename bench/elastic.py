@@ -3,6 +3,7 @@
     python bench/elastic.py                     # every trace of data/wfinstances, full scale
     python bench/elastic.py --traces 'montage*' --seeds 5 --rate 1.0 --json out.json
     python bench/elastic.py --decision          # the controller's decision time, 1,000 queued x 200 nodes
+    python bench/elastic.py --trace-dir DIR     # other traces (bench/wfgen.py makes synthetic ones)
 
 A discrete-event simulation (bench/elastic_sim.py) runs each trace under three policies, without and
 with spot interruptions (the same seeds for every policy): (a) static, the plan of `plastic plan`
@@ -263,7 +264,9 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--traces", default="*.json", help="glob of trace files in data/wfinstances")
+    ap.add_argument("--traces", default="*.json", help="glob of trace files in --trace-dir")
+    ap.add_argument("--trace-dir", type=Path, default=WFINSTANCES,
+                    help="where the traces are (default: data/wfinstances; bench/wfgen.py makes others)")
     ap.add_argument("--seeds", type=int, default=3, help="interrupted runs per policy and trace")
     ap.add_argument("--rate", type=float, default=1.0, help="interruptions per spot node-hour at a 10-15%% band")
     ap.add_argument("--boot-seconds", type=float, default=60.0)
@@ -283,7 +286,9 @@ def main() -> None:
         boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
         out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot)
     if not args.decision:
-        paths = sorted(p for p in WFINSTANCES.iterdir() if fnmatch.fnmatch(p.name, args.traces))
+        paths = sorted(p for p in args.trace_dir.iterdir() if p.suffix == ".json" and fnmatch.fnmatch(p.name, args.traces))
+        if not paths:
+            raise SystemExit(f"bench/elastic.py: no trace matches {args.traces!r} in {args.trace_dir}")
         if args.estimate_factor != 1.0:
             print(f"estimates: the trace's runtimes x {args.estimate_factor:g}")
         traces = [run_trace(p, args.seeds, args.rate, args.boot_seconds, args.estimate_factor) for p in paths]

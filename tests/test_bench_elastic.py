@@ -4,6 +4,11 @@ work back in the queue and the run still completes, and a seed gives the same ru
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -152,3 +157,20 @@ def test_the_static_plan_strands_a_task_too_big_for_its_reliable_node_when_its_s
                        elastic_policy=ElasticPolicy(lead_s=10.0))
     assert static.interruptions >= 1 and static.completion == 0.0
     assert elastic.interruptions >= 1 and elastic.completion == 1.0
+
+
+def test_other_traces_are_read_from_the_directory_given_and_an_empty_one_is_one_line(tmp_path):
+    """bench/elastic.py --trace-dir: traces not in the repository (bench/wfgen.py makes synthetic ones)."""
+    root = Path(__file__).resolve().parents[1]
+    shutil.copy(root / "data/wfinstances/helloworld-forkjoin-10-chameleon.json", tmp_path / "other-shape.json")
+    (tmp_path / "notes.txt").write_text("not a trace\n")
+    run = subprocess.run([sys.executable, "bench/elastic.py", "--trace-dir", str(tmp_path), "--seeds", "1"],
+                         cwd=root, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "other-shape.json" in run.stdout and "target: elastic completes 100%: met" in run.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = subprocess.run([sys.executable, "bench/elastic.py", "--trace-dir", str(empty)], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [f"bench/elastic.py: no trace matches '*.json' in {empty}"]
