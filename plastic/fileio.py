@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from plastic.core.errors import InputError
 
@@ -56,3 +58,24 @@ def read_text(path: str, error: type[InputError], what: str) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise error(f"not UTF-8 text (bad byte at offset {exc.start})", source=path) from None
+
+
+def read_plan_document(path: str, error: type[InputError] = InputError) -> Any:
+    """A plan file as `plastic plan` writes it, JSON or YAML (`--format json | yaml`), as a document; `error`
+    with one line on a file that is neither."""
+    text = read_text(path, error, "plan")
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "json"
+            raise error(f"not valid JSON ({getattr(exc, 'msg', exc)})", source=path, field=where) from None
+    import yaml  # deferred: only YAML plans pay for it
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "yaml"
+        raise error(f"neither JSON nor valid YAML ({getattr(exc, 'problem', None) or exc})", source=path,
+                    field=where) from None

@@ -10,33 +10,27 @@ dependency order; idempotent.  A dry run prints the calls up would make and make
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from plastic.aws import ec2_cloud as ec2
 from plastic.aws.ec2_cloud import Aws, NodeSettings
 from plastic.core.errors import InputError
 from plastic.core.model import Catalog, Market
+from plastic.core.naming import CLUSTER_NAME_RULE, is_cluster_name
 from plastic.core.planning.fleet import ClusterOrder, alternatives, still_missing
 from plastic.core.planning.plan import SCHEMA
+from plastic.fileio import read_plan_document
 
 log = logging.getLogger(__name__)
 
 
 def read_orders(path: str, catalog: Catalog) -> list[ClusterOrder]:
     """The plan's clusters as orders; InputError naming the file and field on anything wrong."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such file", source=path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as error:
-        raise InputError(f"not a readable JSON plan ({error})", source=path) from None
+    doc = read_plan_document(path)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise InputError(f"not a {SCHEMA} plan (schema {got!r})", source=path, field="schema")
@@ -58,8 +52,11 @@ def read_orders(path: str, catalog: Catalog) -> list[ClusterOrder]:
         price = known.usd_per_hour(market)
         if price is None:
             raise InputError(f"{itype} has no {market} price in the catalog", source=path, field=f"{where}.market")
-        if count < 0 or not ec2.RUN_ID.match(name):
-            raise InputError("a cluster's name is letters, digits and '-', its count >= 0", source=path, field=where)
+        if not is_cluster_name(name):
+            raise InputError(f"cluster name {name!r}: a cluster's name is {CLUSTER_NAME_RULE}", source=path,
+                             field=f"{where}.name")
+        if count < 0:
+            raise InputError(f"count {count}: a cluster's count is >= 0", source=path, field=f"{where}.count")
         orders.append(ClusterOrder(name, itype, market, count, price))
     return orders
 

@@ -12,6 +12,7 @@ never by a local list alone.  Capacity errors of a Fleet request come back as da
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import re
 import string
@@ -55,6 +56,19 @@ def check_run_id(run_id: str) -> str:
 def names(run_id: str) -> dict[str, str]:
     base = f"plastic-{run_id}"
     return {"group": base, "queue": f"{base}-spot", "rule": f"{base}-spot", "template": f"{base}-"}
+
+
+CLIENT_TOKEN_MAX = 64  # EC2's idempotency tokens
+
+
+def client_token(token: str) -> str:
+    """An EC2 idempotency token for ``token``: itself when short enough, else its head and a digest of the
+    whole (cutting it alone could give two requests, of two clusters, the same token: EC2 would answer the
+    second with the first's instances)."""
+    if len(token) <= CLIENT_TOKEN_MAX:
+        return token
+    digest = hashlib.sha256(token.encode()).hexdigest()[:16]
+    return f"{token[:CLIENT_TOKEN_MAX - len(digest) - 1]}-{digest}"
 
 
 def template_name(run_id: str, cluster: str) -> str:
@@ -275,7 +289,7 @@ def create_fleet(aws: Aws, *, run_id: str, cluster: str, template_id: str, insta
     overrides = [{"InstanceType": t, **({"SubnetId": subnet} if subnet else {})} for t in types]
     capacity_type = "spot" if market is Market.SPOT else "on-demand"
     params: dict[str, Any] = {
-        "Type": "instant", "ClientToken": token[:64],
+        "Type": "instant", "ClientToken": client_token(token),
         "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": {"LaunchTemplateId": template_id,
                                                                    "Version": "$Latest"},
                                    "Overrides": overrides}],

@@ -7,11 +7,9 @@ cluster the size of its queue through that provider; the limits are the ElasticP
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from argparse import ArgumentParser, ArgumentTypeError, _ArgumentGroup
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from plastic.compose import AGENT_IMAGE
@@ -20,6 +18,7 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S, ElasticPolicy
 from plastic.core.errors import InputError, PlasticError
 from plastic.core.model import Market, TaskSpec, node_shapes
 from plastic.core.planning.plan import plan_from_json
+from plastic.fileio import read_plan_document
 from plastic.framework.adapter import Framework
 from plastic.framework.provisioner import DEFAULT_INTERVAL_S, Provisioner
 from plastic.store.urls import URL_ENV
@@ -111,10 +110,10 @@ def read_plan(plan_path: str | None) -> RunPlan:
     if not plan_path:
         return RunPlan({}, ())
     try:
-        doc = json.loads(Path(plan_path).read_text(encoding="utf-8"))
+        doc = read_plan_document(plan_path)
         names = {(c["instance_type"], Market(c["market"])): c["name"] for c in doc.get("clusters", [])}
         return RunPlan(names, plan_from_json(doc, source=plan_path).tasks)
-    except (OSError, ValueError, KeyError, TypeError, InputError) as error:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, InputError) as error:
         raise PlasticError(f"not a readable plan ({error})", source=plan_path, field="--plasticPlan") from None
 
 

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from plastic.core.errors import InputError
+from plastic.core.naming import CLUSTER_NAME_RULE, is_cluster_name
+from plastic.fileio import read_plan_document
 
 DEFAULT_DISK_MIB = 10000
 DEFAULT_PORTS = (31000, 32000)
@@ -146,8 +148,8 @@ def spec_from_doc(doc: Any, source: str = "CLUSTER.yaml") -> ClusterSpec:
             if key not in g:
                 raise _err(source, f"{where}.{key}", "is required")
         name = g["name"]
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise _err(source, f"{where}.name", f"must be a name of letters, digits, '_', '.', '-', got {name!r}")
+        if not is_cluster_name(name):
+            raise _err(source, f"{where}.name", f"a cluster's name is {CLUSTER_NAME_RULE}, got {name!r}")
         if name in names:
             raise _err(source, f"{where}.name", f"duplicate cluster name {name!r}")
         names.append(name)
@@ -201,8 +203,6 @@ def spec_from_plan_doc(doc: Any, source: str = "plan") -> ClusterSpec:
     for i, node in enumerate(plan.nodes):
         if node.capacity.vcpus <= 0 or node.capacity.ram_mib <= 0:
             raise _err(source, f"nodes[{i}].capacity", f"node {node.id} has no usable capacity")
-        if not _NAME.match(node.cluster):
-            raise _err(source, f"nodes[{i}].cluster", f"bad cluster name {node.cluster!r}")
         agents.append(AgentSpec(cluster=node.cluster, cpus=float(node.capacity.vcpus),
                                 ram_mib=float(node.capacity.ram_mib), preemptible=node.market is Market.SPOT,
                                 instance_type=node.instance_type, node_id=node.id))
@@ -210,16 +210,8 @@ def spec_from_plan_doc(doc: Any, source: str = "plan") -> ClusterSpec:
 
 
 def load_plan_file(path: str) -> ClusterSpec:
-    if not os.path.isfile(path):
-        raise InputError("no such file", source=path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno})", source=path, field="json") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ({exc})", source=path) from None
-    return spec_from_plan_doc(doc, path)
+    """A plan file (JSON or YAML, as `plastic plan` writes either) as the cluster of its nodes."""
+    return spec_from_plan_doc(read_plan_document(path), path)
 
 
 def coerce_spec(spec: Any) -> ClusterSpec:

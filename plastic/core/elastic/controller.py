@@ -82,6 +82,7 @@ from plastic.core.elastic.packing import (
     weighted_shapes,
 )
 from plastic.core.model import Market, NodeShape, TaskSpec, type_allowed
+from plastic.core.naming import cluster_name
 from plastic.core.planning.packing import PackedNode, ShapeMenu
 from plastic.core.planning.plan import PlannedNode
 
@@ -155,7 +156,7 @@ class ElasticController:
     def cluster_of(self, shape: NodeShape) -> str:
         key = (shape.instance_type.name, shape.market)
         if key not in self.cluster_names:
-            self.cluster_names[key] = "core" if shape.reliable else f"burst-{shape.instance_type.name}"
+            self.cluster_names[key] = "core" if shape.reliable else cluster_name("burst", shape.instance_type.name)
         return self.cluster_names[key]
 
     # ------------------------------------------------------------ one observation
