@@ -27,6 +27,16 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def process_started(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat), None where /proc cannot
+    tell: with the pid it names one process, not a later one that got the same pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def stop_process(proc: subprocess.Popen, grace_s: float) -> None:
     """SIGTERM a child still running, SIGKILL it after ``grace_s``, and reap it."""
     if proc.poll() is not None:

@@ -1,6 +1,7 @@
 """Serving a local cluster in this process until it is asked to stop (`plastic local up`, and the child
 `python -m plastic.local serve` that LocalCluster and `up --detach` start): signals, the parent's
-death or an expired lease stop it; its address and agents go to a state file while it serves."""
+death or an abandoned lease (expired, and its holder gone) stop it; its address and agents go to a
+state file while it serves."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from plastic.local.cluster import RunningCluster
 from plastic.local.supervisor import (
     KEEP_WORKDIR,
     STATE_FILE,
+    lease_abandoned,
     lease_expired,
+    lease_holder,
     read_state,
     write_json_atomically,
 )
@@ -25,13 +28,23 @@ log = logging.getLogger(__name__)
 
 
 async def _watch_lease(lease_file: Path, lease_s: float, on_expired: Any) -> None:
+    """Stop (``on_expired``) once the lease is abandoned (plastic.local.supervisor.lease_abandoned)."""
     every = max(0.05, min(1.0, lease_s / 4))
+    spared: int | None = None  # the holder an expired lease was last left to (said once)
     while True:
         await asyncio.sleep(every)
-        if lease_expired(lease_file, lease_s):
-            log.warning("lease %s not renewed for %.1f s: stopping", lease_file, lease_s)
+        if not lease_expired(lease_file, lease_s):
+            spared = None
+            continue
+        if lease_abandoned(lease_file, lease_s):
+            log.warning("lease %s not renewed for %.1f s and its holder is gone: stopping", lease_file, lease_s)
             on_expired()
             return
+        holder = lease_holder(lease_file)
+        if holder is not None and holder != spared:
+            log.warning("lease %s not renewed for %.1f s, but its holder (pid %d) still runs: serving on",
+                        lease_file, lease_s, holder)
+            spared = holder
 
 
 async def serve(spec: Any, options: Any, *, state_file: Path | None, parent_pid: int | None,

@@ -4,9 +4,11 @@ The serving process writes a state file (pid, master URL, agents with their
 ids and IMDS URLs) once the master answers, and removes it on a clean exit.
 It stops on SIGTERM/SIGINT, on POST /plastic/shutdown, given
 `--parent-pid`, when that process dies (so a test run cannot leave it behind), and, given
-`--lease-file F --lease-seconds N`, when F has not been touched (its mtime) for N seconds, or is
-gone: an owner that may be restarted (`plastic run --resume`) keeps the cluster alive by touching
-F, and a cluster whose owner is gone for good stops by itself.
+`--lease-file F --lease-seconds N`, when F is gone, or has not been touched (its mtime) for N seconds
+and the process that touched it last (its holder, named in F) is gone too: an owner that may be
+restarted (`plastic run --resume`) keeps the cluster alive by touching F, a cluster whose owner is
+gone for good stops by itself, and one whose owner still runs but is too starved of CPU to touch F
+in time (hundreds of task processes on two cores) serves on.
 Every task process carries PLASTIC_LOCAL_CLUSTER_ID in its environment, which
 lets `down` sweep up anything left if the server itself had to be SIGKILLed.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from plastic.local.agent import MARKER_ENV
-from plastic.procs import pid_alive
+from plastic.procs import pid_alive, process_started
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +119,34 @@ def lease_expired(lease_file: Path, lease_s: float, now: float | None = None) ->
     return (time.time() if now is None else now) - touched > lease_s
 
 
+def lease_holder(lease_file: Path) -> int | None:
+    """The pid of the process that touched the lease last, while that very process still runs (not a
+    later one with its pid); None when it is gone, or the file is gone or names no holder."""
+    doc = read_state(lease_file)
+    if not isinstance(doc, dict):
+        return None
+    pid, started = doc.get("pid"), doc.get("started")
+    if not isinstance(pid, int) or pid <= 0 or not pid_alive(pid):
+        return None
+    if started is not None and started != process_started(pid):
+        return None
+    return pid
+
+
+def lease_abandoned(lease_file: Path, lease_s: float, now: float | None = None) -> bool:
+    """True when the cluster should stop: the lease file is gone, or it expired and its holder is gone.
+
+    An expired lease whose holder still runs is not abandoned: the owner is alive but did not get the
+    CPU to renew it in time (on a loaded machine a runner's poll loop can be runnable yet unscheduled
+    for more than a minute); its death, not its slowness, is what the lease is there to notice."""
+    return lease_expired(lease_file, lease_s, now) and lease_holder(lease_file) is None
+
+
 def touch_lease(lease_file: Path) -> None:
-    """Renew a lease (create the file if needed)."""
-    lease_file.parent.mkdir(parents=True, exist_ok=True)
-    lease_file.touch()
+    """Renew a lease (create the file if needed), held by this process from now on."""
+    holder = {"pid": os.getpid(), "started": process_started(os.getpid())}
+    if read_state(lease_file) != holder:  # a new holder (the owner, or a `plastic run --resume`)
+        write_json_atomically(lease_file, holder)
     os.utime(lease_file)
 
 
