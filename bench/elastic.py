@@ -286,7 +286,8 @@ def main() -> None:
         boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
         out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot)
     if not args.decision:
-        paths = sorted(p for p in args.trace_dir.iterdir() if p.suffix == ".json" and fnmatch.fnmatch(p.name, args.traces))
+        paths = sorted(p for p in args.trace_dir.iterdir()
+                       if p.suffix == ".json" and fnmatch.fnmatch(p.name, args.traces))
         if not paths:
             raise SystemExit(f"bench/elastic.py: no trace matches {args.traces!r} in {args.trace_dir}")
         if args.estimate_factor != 1.0:

@@ -60,22 +60,25 @@ def read_text(path: str, error: type[InputError], what: str) -> str:
         raise error(f"not UTF-8 text (bad byte at offset {exc.start})", source=path) from None
 
 
-def read_plan_document(path: str, error: type[InputError] = InputError) -> Any:
-    """A plan file as `plastic plan` writes it, JSON or YAML (`--format json | yaml`), as a document; `error`
-    with one line on a file that is neither."""
-    text = read_text(path, error, "plan")
+def yaml_problem(exc: Exception) -> tuple[str, str]:
+    """What a YAML parser's error says, and where (``line N``, or ``yaml`` when it does not say)."""
+    mark = getattr(exc, "problem_mark", None)
+    return str(getattr(exc, "problem", None) or exc), f"line {mark.line + 1}" if mark is not None else "yaml"
+
+
+def read_plan_document(path: str) -> Any:
+    """A plan file as `plastic plan` writes it, JSON or YAML (`--format json | yaml`), as a document;
+    InputError with one line on a file that is neither."""
+    text = read_text(path, InputError, "plan")
     if text.lstrip().startswith("{"):
         try:
             return json.loads(text)
-        except ValueError as exc:
-            where = f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "json"
-            raise error(f"not valid JSON ({getattr(exc, 'msg', exc)})", source=path, field=where) from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", source=path, field=f"line {exc.lineno}") from None
     import yaml  # deferred: only YAML plans pay for it
 
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "yaml"
-        raise error(f"neither JSON nor valid YAML ({getattr(exc, 'problem', None) or exc})", source=path,
-                    field=where) from None
+        problem, where = yaml_problem(exc)
+        raise InputError(f"neither JSON nor valid YAML ({problem})", source=path, field=where) from None

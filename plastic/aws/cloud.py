@@ -20,7 +20,7 @@ from plastic.aws import ec2_cloud as ec2
 from plastic.aws.ec2_cloud import Aws, NodeSettings
 from plastic.core.errors import InputError
 from plastic.core.model import Catalog, Market
-from plastic.core.naming import CLUSTER_NAME_RULE, is_cluster_name
+from plastic.core.naming import cluster_name_problem
 from plastic.core.planning.fleet import ClusterOrder, alternatives, still_missing
 from plastic.core.planning.plan import SCHEMA
 from plastic.fileio import read_plan_document
@@ -52,9 +52,8 @@ def read_orders(path: str, catalog: Catalog) -> list[ClusterOrder]:
         price = known.usd_per_hour(market)
         if price is None:
             raise InputError(f"{itype} has no {market} price in the catalog", source=path, field=f"{where}.market")
-        if not is_cluster_name(name):
-            raise InputError(f"cluster name {name!r}: a cluster's name is {CLUSTER_NAME_RULE}", source=path,
-                             field=f"{where}.name")
+        if (problem := cluster_name_problem(name)) is not None:
+            raise InputError(problem, source=path, field=f"{where}.name")
         if count < 0:
             raise InputError(f"count {count}: a cluster's count is >= 0", source=path, field=f"{where}.count")
         orders.append(ClusterOrder(name, itype, market, count, price))

@@ -29,6 +29,11 @@ def is_cluster_name(name: object) -> bool:
     return isinstance(name, str) and _CLUSTER_NAME.match(name) is not None
 
 
+def cluster_name_problem(name: object) -> str | None:
+    """None for a cluster name; else why it is not one, in one line that names it."""
+    return None if is_cluster_name(name) else f"cluster name {name!r}: a cluster's name is {CLUSTER_NAME_RULE}"
+
+
 def cluster_name(stem: str, suffix: str) -> str:
     """``stem-suffix`` within the rule (`is_cluster_name` holds of it for any stem that does)."""
     name = _OUTSIDE.sub("-", f"{stem}-{suffix}")

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from plastic.core.errors import InputError
-from plastic.core.naming import CLUSTER_NAME_RULE, is_cluster_name
-from plastic.fileio import read_plan_document
+from plastic.core.naming import cluster_name_problem
+from plastic.fileio import read_plan_document, yaml_problem
 
 DEFAULT_DISK_MIB = 10000
 DEFAULT_PORTS = (31000, 32000)
@@ -148,8 +148,8 @@ def spec_from_doc(doc: Any, source: str = "CLUSTER.yaml") -> ClusterSpec:
             if key not in g:
                 raise _err(source, f"{where}.{key}", "is required")
         name = g["name"]
-        if not is_cluster_name(name):
-            raise _err(source, f"{where}.name", f"a cluster's name is {CLUSTER_NAME_RULE}, got {name!r}")
+        if (problem := cluster_name_problem(name)) is not None:
+            raise _err(source, f"{where}.name", problem)
         if name in names:
             raise _err(source, f"{where}.name", f"duplicate cluster name {name!r}")
         names.append(name)
@@ -182,10 +182,8 @@ def load_cluster_file(path: str) -> ClusterSpec:
         with open(path, encoding="utf-8") as fh:
             doc = yaml.safe_load(fh)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "yaml"
-        raise InputError(f"not valid YAML ({getattr(exc, 'problem', None) or exc})", source=path,
-                         field=where) from None
+        problem, where = yaml_problem(exc)
+        raise InputError(f"not valid YAML ({problem})", source=path, field=where) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read ({exc})", source=path) from None
     return spec_from_doc(doc, path)

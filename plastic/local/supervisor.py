@@ -15,6 +15,7 @@ lets `down` sweep up anything left if the server itself had to be SIGKILLed.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -142,9 +143,15 @@ def lease_abandoned(lease_file: Path, lease_s: float, now: float | None = None) 
     return lease_expired(lease_file, lease_s, now) and lease_holder(lease_file) is None
 
 
+@functools.lru_cache(maxsize=4)
+def _holder(pid: int) -> tuple[tuple[str, int | None], ...]:
+    """A lease holder's entry for process ``pid`` (its start time read once: renewals are every poll)."""
+    return (("pid", pid), ("started", process_started(pid)))
+
+
 def touch_lease(lease_file: Path) -> None:
     """Renew a lease (create the file if needed), held by this process from now on."""
-    holder = {"pid": os.getpid(), "started": process_started(os.getpid())}
+    holder = dict(_holder(os.getpid()))
     if read_state(lease_file) != holder:  # a new holder (the owner, or a `plastic run --resume`)
         write_json_atomically(lease_file, holder)
     os.utime(lease_file)

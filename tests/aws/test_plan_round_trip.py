@@ -98,7 +98,8 @@ def planned(draw):
     return catalog, plan_workload(Workload(tuple(tasks)), catalog)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(planned())
 def test_every_plan_is_accepted_by_cloud_up_and_compose_and_its_names_are_valid_everywhere(tmp_path, case):
     catalog, plan = case

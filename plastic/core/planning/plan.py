@@ -13,7 +13,7 @@ from typing import Any
 
 from plastic.core.errors import InputError
 from plastic.core.model import Market, Preempt, Resources, TaskSpec, type_allowed
-from plastic.core.naming import CLUSTER_NAME_RULE, cluster_name, is_cluster_name
+from plastic.core.naming import cluster_name, cluster_name_problem
 
 SCHEMA = "plastic.plan/v1"
 
@@ -218,9 +218,8 @@ def plan_from_json(doc: Any, *, source: str = "plan") -> Plan:
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"malformed plan ({type(exc).__name__}: {exc})", source=source, field="nodes") from None
     for i, n in enumerate(nodes):
-        if not is_cluster_name(n.cluster):
-            raise InputError(f"cluster name {n.cluster!r}: a cluster's name is {CLUSTER_NAME_RULE}", source=source,
-                             field=f"nodes[{i}].cluster")
+        if (problem := cluster_name_problem(n.cluster)) is not None:
+            raise InputError(problem, source=source, field=f"nodes[{i}].cluster")
     reserve = doc.get("reserve") or {}
     mode = str(doc.get("mode", "concurrent"))
     bound, bounds = _bounds_from_json(doc, mode, source)
