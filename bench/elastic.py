@@ -219,7 +219,8 @@ def decision_time(repeats: int = 50) -> dict:
     return out
 
 
-def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: float = 0.0) -> dict:
+def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: float = 0.0,
+                 conditions: tuple[str, ...] = ("calm", "interrupted"), timeout_s: float = 900.0) -> dict:
     """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow):
     static and elastic, calm and with seeded interruptions; each run's outputs checked; the plan they
     are given carries the scaled runtimes (the runs' runtime estimates until they have their own).  With
@@ -246,7 +247,8 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
         elastic = ("--elastic", *(("--boot-seconds", f"{boot_s:g}") if boot_s > 0 else ()))
         for label, extra in (("static calm", ()), ("elastic calm", elastic),
                              ("static interrupted", chaos), ("elastic interrupted", (*elastic, *chaos))):
-            rows.append(sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra))
+            if label.split()[1] in conditions:
+                rows.append(sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra, timeout=timeout_s))
     print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min (seed {seed}), "
           f"notice {notice:g} s, elastic boot {boot_s:g} s; {machine()}")
     print(f"{'run':<20}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}"
@@ -277,14 +279,23 @@ def main() -> None:
                     help="also replay this trace through plastic run on the local cluster, static and elastic")
     ap.add_argument("--local-scale", type=float, default=0.25, help="runtime factor of the local replay")
     ap.add_argument("--local-rate", type=float, default=0.5, help="local replay: interruptions/spot agent/minute")
+    ap.add_argument("--local-conditions", default="calm,interrupted",
+                    help="local replay: which conditions to run (calm, interrupted or both)")
+    ap.add_argument("--local-timeout", type=float, default=900.0, metavar="SECONDS",
+                    help="local replay: each run's time limit")
     ap.add_argument("--local-boot", type=float, metavar="SECONDS",
                     help="local replay: the elastic runs' boot time (default: --boot-seconds x --local-scale)")
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
+    conditions = tuple(c.strip() for c in args.local_conditions.split(",") if c.strip())
+    if not conditions or set(conditions) - {"calm", "interrupted"}:
+        raise SystemExit(f"bench/elastic.py: --local-conditions is calm, interrupted or both, not "
+                         f"{args.local_conditions!r}")
     out: dict = {"machine": machine(), "decision": decision_time()}
     if args.local:
         boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
-        out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot)
+        out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot,
+                                    conditions=conditions, timeout_s=args.local_timeout)
     if not args.decision:
         paths = sorted(p for p in args.trace_dir.iterdir()
                        if p.suffix == ".json" and fnmatch.fnmatch(p.name, args.traces))

@@ -174,3 +174,12 @@ def test_other_traces_are_read_from_the_directory_given_and_an_empty_one_is_one_
                          capture_output=True, text=True, timeout=600)
     assert run.returncode != 0
     assert run.stderr.strip().splitlines() == [f"bench/elastic.py: no trace matches '*.json' in {empty}"]
+
+
+def test_a_local_replay_of_an_unknown_condition_is_one_line():
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "bench/elastic.py", "--local", "data/wfinstances/x.json",
+                          "--local-conditions", "calm,stormy"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [
+        "bench/elastic.py: --local-conditions is calm, interrupted or both, not 'calm,stormy'"]

@@ -5,7 +5,8 @@ a default VPC; a bad one is one line and nothing is created), then makes the run
 one launch template per cluster, the EventBridge rule and SQS queue that `plastic sqs-watch` reads,
 and one instant EC2 Fleet per cluster for the instances it does not have yet (counted by tag, so a
 repeated up creates nothing twice).  down: everything tagged with the run, found by tag, removed in
-dependency order; idempotent.  A dry run prints the calls up would make and makes none.
+dependency order, the run's S3 job store too (plastic.aws.job_store); idempotent.  A dry run prints
+the calls up would make and makes none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plastic.aws import ec2_cloud as ec2
+from plastic.aws import job_store
 from plastic.aws.ec2_cloud import Aws, NodeSettings
 from plastic.core.errors import InputError
 from plastic.core.model import Catalog, Market
@@ -165,8 +167,10 @@ def status(aws: Aws, run_id: str, catalog: Catalog) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ down
 
 
-def down(aws: Aws, run_id: str, *, wait_s: float = 600.0, sleep: Callable[[float], None] = time.sleep) -> list[str]:
-    """Remove everything tagged with the run; returns what was removed, one line each."""
+def down(aws: Aws, run_id: str, *, wait_s: float = 600.0, sleep: Callable[[float], None] = time.sleep,
+         job_stores: bool = True) -> list[str]:
+    """Remove everything tagged with the run, its S3 job store too unless ``job_stores`` is False (a run
+    that ended without success keeps it for --resume); returns what was removed, one line each."""
     ec2.check_run_id(run_id)
     removed: list[str] = []
     live = [i.instance_id for i in ec2.run_instances(aws, run_id) if i.aws_state != "terminated"]
@@ -182,6 +186,8 @@ def down(aws: Aws, run_id: str, *, wait_s: float = 600.0, sleep: Callable[[float
         aws.call("ec2", "delete_launch_template", LaunchTemplateId=t["LaunchTemplateId"])
         removed.append(f"launch template {t['LaunchTemplateName']}")
     removed += _remove_spot_events(aws, run_id)
+    if job_stores:
+        removed += job_store.remove(aws, run_id)
     groups = aws.call("ec2", "describe_security_groups", Filters=ec2.run_filter(run_id)).get("SecurityGroups", [])
     for g in groups:
         _delete_group(aws, g["GroupId"], wait_s, sleep)
@@ -233,11 +239,12 @@ def _remove_spot_events(aws: Aws, run_id: str) -> list[str]:
 
 
 def leftovers(aws: Aws, run_id: str) -> dict[str, int]:
-    """What is still tagged with the run (live instances, templates, groups, rules, queues)."""
+    """What is still tagged with the run (live instances, templates, groups, rules, queues, job store buckets)."""
     live = [i for i in ec2.run_instances(aws, run_id) if i.aws_state != "terminated"]
     return {"instances": len(live),
             "launch_templates": len(aws.call("ec2", "describe_launch_templates",
                                              Filters=ec2.run_filter(run_id)).get("LaunchTemplates", [])),
             "security_groups": len(aws.call("ec2", "describe_security_groups",
                                             Filters=ec2.run_filter(run_id)).get("SecurityGroups", [])),
-            "rules": len(_run_rules(aws, run_id)), "queues": len(_run_queues(aws, run_id))}
+            "rules": len(_run_rules(aws, run_id)), "queues": len(_run_queues(aws, run_id)),
+            "buckets": len(job_store.run_buckets(aws, run_id))}

@@ -156,7 +156,7 @@ class Aws:
             from botocore.config import Config
 
             config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60)
-            for service in ("ec2", "sqs", "events"):
+            for service in ("ec2", "sqs", "events", "s3", "sts"):
                 client = session.client(service, config=config)
                 client.meta.events.register("before-call", aws._recorder(service))
                 aws._clients[service] = client

@@ -125,7 +125,8 @@ def cloud_status(run_id: str, region: str | None, catalog_path: str | None, fmt:
               help="How long to wait for instances to terminate before removing their security group.")
 def cloud_down(run_id: str, region: str | None, wait_seconds: float) -> None:
     """Remove every resource tagged with the run (instances, launch templates, the security group, the
-    spot-events rule and queue); running it again removes nothing more."""
+    spot-events rule and queue, the S3 job store a failed run kept, every object in it); running it again
+    removes nothing more."""
     from plastic.aws import cloud
     from plastic.aws.ec2_cloud import Aws, check_run_id
 

@@ -20,8 +20,8 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 @click.argument("workflow", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("job", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("toil_args", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE | TOIL-OPTION]...")
-@click.option("--outdir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
-              help="Where the workflow's output files go.")
+@click.option("--outdir", default=".", show_default=True, metavar="DIRECTORY",
+              help="Where the workflow's output files go: a directory, or s3://BUCKET/PREFIX (exported there).")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Use this plan (plastic plan --format json) instead of planning now.")
 @click.option("--master", metavar=URL, help="A Mesos master (http://HOST:PORT or zk://...); default: a local cluster "
@@ -74,6 +74,10 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 @click.option("--key-name", help="ec2: key pair for SSH to the instances.")
 @click.option("--instance-profile", help="ec2: the instances' IAM instance profile.")
 @click.option("--agent-image", help="ec2: the Mesos agent image the instances run (default: the compose cluster's, plastic/agent:latest).")
+@click.option("--job-store", metavar="file|s3|aws:REGION:NAME",
+              help="Where Toil keeps the run's jobs and files: the run directory (file; the default on a local "
+                   "cluster), a private, encrypted S3 bucket made for the run and removed with it (s3; the default "
+                   "with --provider ec2), or an S3 job store of your own.")
 @click.option("--executor", type=click.Choice(["plastic", "command"]), default="plastic", show_default=True,
               help="How agents run tasks: plastic's executor, one per agent running every task placed there, or "
                    "Mesos' command executor, one process per task (for agents without plastic installed).")
@@ -126,6 +130,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], qui
     from plastic.cli.inputs import take_inputs
     from plastic.store import new_run_id
 
+    settings.update(_outdir(str(settings.pop("outdir"))))
     run_id = str(settings.pop("run_id", None) or new_run_id())
     line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
     given = {name: value for name, value in settings.items() if value is not None}  # the rest: the defaults
@@ -144,6 +149,19 @@ ELASTIC_OPTIONS = ("max_nodes", "idle_s", "budget_usd_per_hour", "budget_usd", "
 def _flag(name: str) -> str:
     return "--" + {"idle_s": "idle-seconds", "boot_s": "boot-seconds",
                    "budget_usd_per_hour": "budget-per-hour"}.get(name, name.replace("_", "-"))
+
+
+def _outdir(given: str) -> dict[str, object]:
+    """--outdir as the run's settings: a directory (outdir), or an s3:// URL the outputs go to (out_url)."""
+    if given.startswith("s3://"):
+        if not given.removeprefix("s3://").split("/", 1)[0]:
+            raise click.BadParameter("s3://BUCKET/PREFIX names a bucket", param_hint="--outdir")
+        return {"outdir": Path("."), "out_url": given}
+    if "://" in given:
+        raise click.BadParameter(f"{given}: a directory or s3://BUCKET/PREFIX", param_hint="--outdir")
+    if Path(given).is_file():
+        raise click.BadParameter(f"{given} is a file", param_hint="--outdir")
+    return {"outdir": Path(given)}
 
 
 def _check_run_options(workflow: Path | None, toil_args: tuple[str, ...], resume_dir: Path | None,

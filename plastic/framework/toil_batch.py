@@ -25,6 +25,8 @@ and the environment they fall back on: plastic.framework.toil_options.
 - Crash-resume (`plastic run --resume`): a new leader of a run numbers its jobs after the previous
   leaders', takes their framework over and settles their tasks before Toil reads its job store
   (plastic.framework.toil_resume).  Each task records its Toil jobStoreID.
+- An S3 job store (``aws:REGION:NAME``, `plastic run` on EC2), which Toil's leader has made by the time
+  it starts the batch system, is made private and encrypted before any job runs (plastic.aws.job_store).
 - Configuration errors (no master, bad policy file, Redis unreachable, bad run id) are raised as
   Toil's InconsistentConfigurationError, which toil-cwl-runner prints as one line (exit 1); a bad
   --plasticPolicy given on the command line is already refused by the argument parser (exit 2).
@@ -165,6 +167,7 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
             recorders.append(self.run.recorder())
         self._init_state()
         try:
+            secure_job_store(getattr(config, "jobStore", None))  # Toil has made it: before any job runs
             plan = read_plan(getattr(config, "plastic_plan", None))
             self.framework = self._framework(config, options, plan, recorders, framework_id)
             framework_removed = start_framework(self.framework, incarnation=self.incarnation,
@@ -396,3 +399,11 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
     def unignoreNode(self, nodeAddress: str) -> None:
         self.ignored_nodes.discard(nodeAddress)
         self.framework.unignore(nodeAddress)
+
+
+def secure_job_store(locator: str | None) -> None:
+    """An S3 job store's bucket made private and encrypted (plastic.aws.job_store); other kinds: nothing."""
+    if locator and str(locator).startswith("aws:"):
+        from plastic.aws.job_store import secure
+
+        secure(str(locator))

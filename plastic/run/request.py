@@ -56,6 +56,10 @@ class RunRequest:
     mesos_credential: Path | None = None  # --master authenticates frameworks: the credential's file
     executor: str = "plastic"  # plastic's executor (one per agent) or "command" (Mesos' command executor)
     rebalance: str | None = None  # EC2 rebalance recommendations: ignore | avoid-long | drain (None: avoid-long)
+    # Toil's job store: '' (S3 with --provider ec2, else the run directory), file, s3, or aws:REGION:NAME;
+    # run.json keeps the locator the run got (plastic.run.ec2.job_store_setting)
+    job_store: str = ""
+    out_url: str | None = None  # --outdir s3://BUCKET/PREFIX: the outputs exported there (outdir unused)
 
     @property
     def elastic(self) -> bool:
@@ -130,7 +134,8 @@ def request_from_json(doc: Mapping[str, object], *, run_dir: Path, redis_url: st
 
 
 _FLAGS = {"plan_path": "--plan", "report_path": "--report", "catalog_path": "--catalog", "redis_url": "--redis",
-          "idle_s": "--idle-seconds", "boot_s": "--boot-seconds", "budget_usd_per_hour": "--budget-per-hour"}
+          "idle_s": "--idle-seconds", "boot_s": "--boot-seconds", "budget_usd_per_hour": "--budget-per-hour",
+          "out_url": "--outdir"}
 _POSITIONAL = {"workflow", "job", "toil_args", "ec2"}
 
 
@@ -144,6 +149,8 @@ def run_args(request: RunRequest) -> list[str]:
         value = getattr(request, f.name)
         if f.name in _POSITIONAL or value is None or (f.name != "outdir" and value == getattr(defaults, f.name)):
             continue
+        if f.name == "outdir" and request.out_url:
+            continue  # --outdir is the URL (below)
         flag = _FLAGS.get(f.name, "--" + f.name.replace("_", "-"))
         args += [flag] if value is True else [flag, str(value)]
     if request.ec2 is not None:

@@ -64,6 +64,8 @@ from plastic.run.request import Display, RunRequest, RunResult, request_from_jso
 from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
 from plastic.run.run_redis import RunRedis, password_needed
 from plastic.run.toil_command import (
+    FILE_JOB_STORE,
+    FILE_JOB_STORE_DIR,
     build_invocation,
     check_run_dir,
     default_run_dir,
@@ -158,7 +160,11 @@ def execute(request: RunRequest, display: Display | None = None,
     if (space := DiskWatch(existing)).low(now=True):  # before anything is written
         raise space.start_error(run_dir)
     from plastic.core.planning.plan import plan_to_json, static_risk
+    from plastic.run.ec2 import job_store_setting
 
+    # before anything is written: a job store AWS refuses is one line
+    request = dataclasses.replace(request, run_id=run_id,
+                                  job_store=job_store_setting(request.job_store, request.ec2, run_id))
     notes: list[str] = [moved] if moved else []
     if not request.elastic and (risk := static_risk(plan)) is not None:
         notes.append(f"warning: {risk}")
@@ -180,7 +186,7 @@ def execute(request: RunRequest, display: Display | None = None,
             raise
         write_atomically(run_dir / "plan.json", json.dumps(plan_to_json(plan), indent=2) + "\n")
         # without the Redis URL's password: a resume asks again
-        settings = settings_json(dataclasses.replace(request, run_id=run_id), redis_url=redact(external),
+        settings = settings_json(request, redis_url=redact(external),
                                  started_at=time.time())
         write_atomically(run_dir / RUN_FILE, json.dumps(settings, indent=2) + "\n")
         if redis is None:
@@ -221,7 +227,8 @@ def _toil_invocation(request: RunRequest, lowered: Any, run_dir: Path, run_id: s
     return build_invocation(workflow=Path(lowered.workflow_path), job=request.job and request.job.resolve(),
                             outdir=request.outdir.resolve(), run_dir=run_dir, master=master,
                             redis_url=redis_url, run_id=run_id, policy_path=Path(lowered.policy_path),
-                            policy=lowered.policy, extra=(*extra, *request.toil_args), executor=request.executor)
+                            policy=lowered.policy, extra=(*extra, *request.toil_args), executor=request.executor,
+                            job_store=request.job_store or FILE_JOB_STORE, out_url=request.out_url)
 
 
 @dataclass
@@ -344,6 +351,14 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             notes.append(watch.disk.message(run_id))
         outputs = _outputs(stdout, request, run_dir, notes) if not cancelled and rc == 0 else None
         end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
+        if request.job_store and request.job_store != FILE_JOB_STORE:
+            from plastic.run.ec2 import end_job_store
+
+            def note(text: str) -> None:
+                notes.append(text)
+                display.note(text)
+
+            end_job_store(request.job_store, run_id, end.state is RunState.SUCCEEDED, note)
         from plastic.catalogs import load_catalog
 
         catalog = load_catalog(request.catalog_path)  # the run's prices, and its floor's shapes
@@ -419,16 +434,26 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
             store.transition_run(run_id, RunState.RUNNING, expected=RunState.PLANNING, fields={"master": master})
         else:
             store.set_run_fields(run_id, {"master": master})  # a new local cluster has a new address
-        job_store = run_dir / "jobstore"
-        start = toil_start(jobstore_initialized(job_store), job_store.exists())
-        if start.wipe:
-            shutil.rmtree(job_store)
+        start = _job_store_start(request.job_store or FILE_JOB_STORE, run_dir)
         display.note(f"resuming run {run_id}: {start.note}")
         return _run_toil(request, plan, lowered, run_dir, run_id, redis, master, local_agents, lease,
                          notes, display, on_started, restart=start.restart, adopt_s=adopt_s,
                          started_at=saved.get("started_at"))
     finally:
         _stop_all(cleanups)
+
+
+def _job_store_start(job_store: str, run_dir: Path) -> Any:
+    """How a resume starts Toil on the run's job store: --restart, or anew (what Toil had made removed)."""
+    if job_store != FILE_JOB_STORE:
+        from plastic.run.ec2 import job_store_start
+
+        return job_store_start(job_store)
+    path = run_dir / FILE_JOB_STORE_DIR
+    start = toil_start(jobstore_initialized(path), path.exists())
+    if start.wipe:
+        shutil.rmtree(path)
+    return start
 
 
 def _stop_all(cleanups: list[Callable[[], None]]) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plastic.aws.job_store import TOIL_TAGS_ENV, toil_tags
 from plastic.core.errors import InputError
 from plastic.framework.task_info import EXECUTOR_ENV
 from plastic.home import plastic_home
@@ -17,6 +18,8 @@ from plastic.store.urls import URL_ENV
 
 CONTAINER_ENGINES = ("docker", "podman", "singularity", "apptainer")
 RECORD_ENV = "PLASTIC_RECORD_LOG"
+FILE_JOB_STORE = "file"  # a run's job store setting: Toil's file: job store in the run directory, or aws:...
+FILE_JOB_STORE_DIR = "jobstore"
 # The leader's temporary directory, in the run's: Toil 9.6 leaves files in $TMPDIR at every start (each
 # Config makes a message bus file, which the leader's bus then writes; nothing deletes them), so a run
 # left one to three files in /tmp for good.  Removed with the job store when the run succeeds; kept
@@ -89,7 +92,11 @@ def needs_unchained(policy: Mapping[str, Any]) -> bool:
 def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir: Path, master: str,
                      redis_url: str, run_id: str, policy_path: Path, policy: Mapping[str, Any],
                      extra: Sequence[str] = (), environ: Mapping[str, str] | None = None,
-                     executor: str = "plastic") -> ToilInvocation:
+                     executor: str = "plastic", job_store: str = FILE_JOB_STORE,
+                     out_url: str | None = None) -> ToilInvocation:
+    """``job_store``: FILE_JOB_STORE (Toil's file: job store in the run directory) or an S3 job store's
+    ``aws:REGION:NAME`` (its bucket tagged with the run); ``out_url``: an ``s3://`` URL the outputs are
+    exported to (Toil's --destBucket) instead of ``outdir``."""
     env = dict(os.environ if environ is None else environ)
     env[EXECUTOR_ENV] = executor  # how the batch system's tasks run (plastic.framework.task_info)
     bin_dir = str(Path(sys.executable).parent)
@@ -102,8 +109,12 @@ def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir:
     notes: list[str] = []
     argv = [toil_runner(), "--batchSystem", "plastic", "--plasticMaster", master,
             "--plasticRun", run_id, "--plasticPolicy", str(policy_path),
-            "--jobStore", f"file:{run_dir / 'jobstore'}", "--outdir", str(outdir),
+            "--jobStore", toil_job_store(job_store, run_dir), "--outdir", str(outdir),
             "--enableUnlimitedPreemptibleRetries", "true"]
+    if job_store != FILE_JOB_STORE:
+        env[TOIL_TAGS_ENV] = toil_tags(run_id)  # the tags Toil's leader gives the bucket it makes
+    if out_url:
+        argv += ["--destBucket", out_url]
     if needs_unchained(policy):
         argv += ["--disableChaining", "true"]
     if "--no-container" not in extra and not any(shutil.which(e, path=env.get("PATH")) for e in CONTAINER_ENGINES):
@@ -114,6 +125,11 @@ def build_invocation(*, workflow: Path, job: Path | None, outdir: Path, run_dir:
     if job is not None:
         argv.append(str(job))
     return ToilInvocation(argv, env, tuple(notes))
+
+
+def toil_job_store(job_store: str, run_dir: Path) -> str:
+    """Toil's --jobStore: the run directory's ``file:`` job store, or the S3 one as it is."""
+    return f"file:{run_dir / FILE_JOB_STORE_DIR}" if job_store == FILE_JOB_STORE else job_store
 
 
 def remove_leader_tmp(run_dir: Path) -> None:

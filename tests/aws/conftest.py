@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from plastic.store import Store
-from tests.aws.helpers import REGION, SECRET
+from tests.aws.helpers import REGION, SECRET, take_toils_encryption_rule
 
 
 def _loopback(address: object) -> bool:
@@ -114,12 +114,16 @@ def moto_url():
 
     from moto.server import ThreadedMotoServer
 
+    patches = pytest.MonkeyPatch()
+    take_toils_encryption_rule(patches)
+
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+    patches.undo()
 
 
 @pytest.fixture

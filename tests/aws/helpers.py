@@ -1,6 +1,6 @@
 """What the tests of tests/aws share besides their fixtures (tests/aws/conftest.py): the region and the
 fake secret, EventBridge events as SQS holds them, a queue's depth, a three-cluster plan, a run's
-instances."""
+instances, and whether deploy/aws/iam-policy.json allows a call."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import uuid
 from pathlib import Path
 
 from plastic.aws.ec2_cloud import TAG_RUN
+
+POLICY = Path(__file__).resolve().parents[2] / "deploy" / "aws" / "iam-policy.json"
+CALL_LOG = Path(__file__).resolve().parent / "call_log"  # on PYTHONPATH: every process's AWS calls recorded
 
 REGION = "us-east-1"
 SECRET = "moto-secret-never-shown"  # the fake secret key of moto server tests: it must appear in no output
@@ -48,3 +51,70 @@ def tagged_instances(run_id: str) -> list[dict]:
     pages = boto3.client("ec2").get_paginator("describe_instances").paginate(
         Filters=[{"Name": f"tag:{TAG_RUN}", "Values": [run_id]}])
     return [i for p in pages for r in p["Reservations"] for i in r["Instances"] if i["State"]["Name"] != "terminated"]
+
+
+# An API operation whose IAM action has another name (the others are their own action); None: no
+# permission needed.  A call S3 makes that is not here is taken at its own name, which the policy
+# then has to name: a new kind of call is mapped here on purpose.
+IAM_ACTIONS: dict[str, tuple[str, ...] | None] = {
+    "sts:GetCallerIdentity": None,
+    "s3:HeadBucket": ("s3:ListBucket",), "s3:ListObjects": ("s3:ListBucket",), "s3:ListObjectsV2": ("s3:ListBucket",),
+    "s3:ListObjectVersions": ("s3:ListBucketVersions",), "s3:ListBuckets": ("s3:ListAllMyBuckets",),
+    "s3:ListMultipartUploads": ("s3:ListBucketMultipartUploads",),
+    "s3:DeletePublicAccessBlock": ("s3:PutBucketPublicAccessBlock",),
+    "s3:PutPublicAccessBlock": ("s3:PutBucketPublicAccessBlock",),
+    "s3:GetPublicAccessBlock": ("s3:GetBucketPublicAccessBlock",),
+    "s3:DeleteBucketOwnershipControls": ("s3:PutBucketOwnershipControls",),
+    "s3:PutBucketEncryption": ("s3:PutEncryptionConfiguration",),
+    "s3:GetBucketEncryption": ("s3:GetEncryptionConfiguration",),
+    "s3:HeadObject": ("s3:GetObject",), "s3:CopyObject": ("s3:GetObject", "s3:PutObject"),
+    "s3:CreateMultipartUpload": ("s3:PutObject",), "s3:UploadPart": ("s3:PutObject",),
+    "s3:CompleteMultipartUpload": ("s3:PutObject",), "s3:UploadPartCopy": ("s3:GetObject", "s3:PutObject"),
+    "s3:DeleteObjects": ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+}
+
+
+def allowed(call: str, policy: dict) -> bool:
+    """The policy allows the IAM action(s) of ``call`` (``service:Operation``), on some resource."""
+    actions = IAM_ACTIONS.get(call, (call,))
+    if actions is None:
+        return True
+    return all(_allows(action, policy) for action in actions)
+
+
+def _allows(action: str, policy: dict) -> bool:
+    import fnmatch
+
+    for st in policy["Statement"]:
+        listed = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        if st["Effect"] == "Allow" and any(fnmatch.fnmatchcase(action, a) for a in listed):
+            return True
+    return False
+
+
+def recorded_calls(path: Path) -> list[str]:
+    """The calls tests/aws/call_log recorded into ``path``, as ``service:Operation``, each once, sorted."""
+    if not path.exists():
+        return []
+    return sorted({"{}:{}".format(*line.split()) for line in path.read_text().splitlines() if line.strip()})
+
+
+def take_toils_encryption_rule(monkeypatch) -> None:
+    """moto 5.2 answers MalformedXML to a PutBucketEncryption whose rule has BlockedEncryptionTypes and no
+    ApplyServerSideEncryptionByDefault, which S3 accepts: Toil's AWS job store sends one when it makes
+    its bucket (to unblock SSE-C).  Here moto takes it as S3 does, the default SSE-S3 (which S3 applies
+    to every bucket) written out.  The server runs in this process, so the patch reaches it."""
+    import xmltodict
+    from moto.s3.responses import S3Response
+
+    original = S3Response._encryption_config_from_body
+
+    def lenient(self):
+        config = xmltodict.parse(self.body).get("ServerSideEncryptionConfiguration") or {}
+        rule = config.get("Rule")
+        default = "ApplyServerSideEncryptionByDefault"
+        if isinstance(rule, dict) and "BlockedEncryptionTypes" in rule and default not in rule:
+            return {**config, "Rule": {**rule, "ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}}
+        return original(self)
+
+    monkeypatch.setattr(S3Response, "_encryption_config_from_body", lenient)

@@ -82,7 +82,7 @@ def test_up_creates_the_planned_cluster_then_down_leaves_nothing(endpoint, image
     assert down.stdout.count("removed instance ") == 6 and "removed security group" in down.stdout
     assert "removed EventBridge rule plastic-r1-spot" in down.stdout and "removed SQS queue" in down.stdout
     assert cloud.leftovers(Aws.connect(None), "r1") == {"instances": 0, "launch_templates": 0, "security_groups": 0,
-                                                         "rules": 0, "queues": 0}
+                                                         "rules": 0, "queues": 0, "buckets": 0}
     again = plastic("cloud", "down", "r1")
     assert again.returncode == 0 and "nothing is tagged plastic:run=r1" in again.stdout
 

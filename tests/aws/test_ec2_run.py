@@ -6,7 +6,7 @@ id (as the user data does on EC2), and removes the agent when the instance is te
 interruption is an EventBridge event put into moto -> the run's rule -> its SQS queue -> the run's
 `plastic sqs-watch` -> a notice in the run's Redis -> the agent drained; then the instance dies, its
 work comes back, the run replaces the capacity and completes with the right outputs.  At the end
-nothing tagged with the run is left.
+nothing tagged with the run is left.  The job store is in moto's S3, as on EC2 by default.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pytest
 from plastic.aws import cloud
 from plastic.aws.ec2_cloud import TAG_CLUSTER, Aws
 from plastic.catalogs import load_catalog
+from tests.aws.helpers import REGION
 from tests.clirun import REPO, read_decisions
 from tests.waiting import eventually
 
@@ -146,7 +147,11 @@ def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoi
             assert SECRET.encode() not in path.read_bytes(), path
     # the run removed what it made: no instance, template, group, rule or queue is tagged with it
     assert cloud.leftovers(Aws.connect(None), RUN_ID) == {"instances": 0, "launch_templates": 0,
-                                                          "security_groups": 0, "rules": 0, "queues": 0}
+                                                          "security_groups": 0, "rules": 0, "queues": 0,
+                                                          "buckets": 0}
+    # on EC2 the job store was in S3 (no file system is shared with the instances)
+    assert json.loads((run_dir / "run.json").read_text())["job_store"].startswith(f"aws:{REGION}:plastic-ec2-e2e-")
+    assert not (run_dir / "jobstore").exists()
 
 
 def _is_spot(instance_id: str) -> bool:

@@ -3,11 +3,12 @@
 Every call is recorded as it leaves botocore (the ``before-call`` event) while plastic does all it does
 on AWS against moto in server mode: `cloud up` of a 3-cluster plan, `status`, the elastic run's ec2
 provider creating, listing and terminating nodes, `plastic sqs-watch` reading spot events, `cloud down`.
+The calls of a run with its job store in S3 (Toil's leader and workers among them) are checked against
+the same policy where that run is (tests/aws/test_s3_job_store_run.py).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 
 import pytest
@@ -18,18 +19,7 @@ from plastic.catalogs import load_catalog
 from plastic.core.model import Market
 from plastic.providers.base import NodeRequest
 from plastic.providers.ec2 import Ec2Provider
-from tests.aws.helpers import three_cluster_plan
-from tests.clirun import REPO
-
-POLICY = REPO / "deploy" / "aws" / "iam-policy.json"
-
-
-def allowed(action: str, policy: dict) -> bool:
-    for st in policy["Statement"]:
-        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
-        if st["Effect"] == "Allow" and any(fnmatch.fnmatchcase(action, a) for a in actions):
-            return True
-    return False
+from tests.aws.helpers import POLICY, allowed, three_cluster_plan
 
 
 def record_calls(client, service: str, calls: list[str]) -> None:

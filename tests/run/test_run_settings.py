@@ -29,7 +29,8 @@ def _everything_set(tmp_path: Path) -> RunRequest:
                       interrupt_rate=0.5, notice_seconds=7.0, seed=11, toil_args=("--retryCount", "2"),
                       static=True, max_nodes=5, idle_s=12.0, budget_usd_per_hour=1.5, budget_usd=9.0, boot_s=3.0,
                       refuse_spot="m5.large", ec2=Ec2Settings(image_id="ami-1", region="eu-west-1", subnet="s-1"),
-                      mesos_credential=tmp_path / "cred", executor="command", rebalance="drain")
+                      mesos_credential=tmp_path / "cred", executor="command", rebalance="drain",
+                      job_store="aws:eu-west-1:plastic-r-1-0a1b2c3d", out_url="s3://lab-results/r-1")
 
 
 def test_every_kept_setting_comes_back(tmp_path):
@@ -89,13 +90,19 @@ def test_the_command_line_of_the_settings_gives_them_back(tmp_path):
     request = dataclasses.replace(_everything_set(tmp_path), ec2=None, plan_path=None, redis_url=None)
     args = run_args(request)
     assert args[:2] == [str(request.workflow), str(request.job)] and args[-3:] == ["--", "--retryCount", "2"]
+    from plastic.cli.run import _outdir
+
     with click.Context(run_command) as ctx:
         params = run_command.make_context("run", list(args), parent=ctx).params
+    params.update(_outdir(params["outdir"]))  # --outdir s3://...: the outputs' URL (the local outdir unused)
+    assert params["out_url"] == request.out_url
     for f in dataclasses.fields(RunRequest):
-        if f.name in ("workflow", "job", "toil_args", "ec2", "plan_path", "redis_url"):
+        if f.name in ("workflow", "job", "toil_args", "ec2", "plan_path", "redis_url", "outdir"):
             continue
         given = params[f.name]
         assert (str(given) if isinstance(given, Path) else given) == (
             str(getattr(request, f.name)) if isinstance(getattr(request, f.name), Path) else getattr(request, f.name)), f.name
+    local = run_args(dataclasses.replace(request, out_url=None))  # a directory: --outdir is it
+    assert local[local.index("--outdir") + 1] == str(request.outdir) and local.count("--outdir") == 1
     ec2 = run_args(dataclasses.replace(request, ec2=Ec2Settings(image_id="ami-1", region="eu-west-1")))
     assert ec2[ec2.index("--provider") + 1] == "ec2" and ec2[ec2.index("--image-id") + 1] == "ami-1"
