@@ -1,11 +1,12 @@
 """bench/cloud_moto.py: `plastic cloud up` and `down` of a 50-node plan against moto in server mode.
 
-    python bench/cloud_moto.py [--nodes 50] [--repeats 3]
+    python bench/cloud_moto.py [--nodes 50] [--repeats 3] [--control-plane]
 
 moto (a real HTTP endpoint started here, reached through AWS_ENDPOINT_URL) stands in for EC2: it
 answers at once, so the figures are plastic's own work and its API round trips, not AWS's boot
 times.  Prints the API calls made (by operation), the wall time of up and of down, and what is left
-tagged with the run after down (must be 0).  The baseline beside it: one RunInstances per node (what a
+tagged with the run after down (must be 0).  With --control-plane, `up` also makes the run's control plane
+(its secrets made here, its instance, volume, and Redis opened to one address), and the agents join it.  The baseline beside it: one RunInstances per node (what a
 script launching the plan's nodes one by one would call).
 """
 
@@ -40,6 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--control-plane", action="store_true", help="cloud up --control-plane")
     args = ap.parse_args()
 
     import logging
@@ -49,6 +51,8 @@ def main() -> None:
     from moto.server import ThreadedMotoServer
 
     from plastic.aws import cloud
+    from plastic.aws.control_plane import ControlPlaneSettings
+    from plastic.aws.control_plane_secrets import load_or_make
     from plastic.aws.ec2_cloud import Aws, NodeSettings
     from plastic.catalogs import load_catalog
 
@@ -63,6 +67,8 @@ def main() -> None:
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            os.environ["PLASTIC_HOME"] = str(Path(tmp) / "home")  # the control planes' secrets
+            plane = ControlPlaneSettings(allow_from=("198.51.100.7/32",)) if args.control_plane else None
             plan = Path(tmp) / "plan.json"
             plan.write_text(json.dumps(plan_doc(args.nodes)))
             orders = cloud.read_orders(str(plan), catalog)
@@ -72,15 +78,18 @@ def main() -> None:
                 run_id = f"bench{k}"
                 aws = Aws.connect(None)
                 t0 = time.perf_counter()
+                secrets = load_or_make(run_id) if plane else None
                 res = cloud.up(aws, run_id, orders, catalog, NodeSettings(image_id=image, master="m:5050",
-                                                                         redis="redis://r:6379/0"))
+                                                                         redis="redis://r:6379/0"),
+                               control_plane=plane, secrets=secrets)
                 up_s = time.perf_counter() - t0
                 up_calls = Counter(aws.operations())
                 obtained = sum(sum(v.values()) for v in res.obtained.values())
                 again = Aws.connect(None)
                 t0 = time.perf_counter()
                 cloud.up(again, run_id, orders, catalog, NodeSettings(image_id=image, master="m:5050",
-                                                                      redis="redis://r:6379/0"))
+                                                                      redis="redis://r:6379/0"),
+                         control_plane=plane, secrets=load_or_make(run_id) if plane else None)
                 again_s = time.perf_counter() - t0
                 down_aws = Aws.connect(None)
                 t0 = time.perf_counter()
@@ -105,7 +114,8 @@ def main() -> None:
                              "base_calls": 2 * len(ids)})
     finally:
         server.stop()
-    print(f"plastic cloud up / down of a {args.nodes}-node plan against moto (server mode); {machine()}")
+    with_plane = " with --control-plane" if args.control_plane else ""
+    print(f"plastic cloud up{with_plane} / down of a {args.nodes}-node plan against moto (server mode); {machine()}")
     print(f"{'run':>3} {'obtained':>8} {'up s':>6} {'up calls':>8} {'again s':>7} {'again calls':>11} "
           f"{'down s':>6} {'down calls':>10} {'removed':>7} {'left':>4} | {'1-by-1 up s':>11} {'down s':>6} "
           f"{'calls':>5}")

@@ -74,9 +74,13 @@ class UpResult:
     already: dict[str, int] = field(default_factory=dict)  # cluster -> live instances there before
     queue_url: str | None = None
     calls: list[str] = field(default_factory=list)
+    control_plane: Any = None  # plastic.aws.control_plane.ControlPlane, with --control-plane
 
 
-def up(aws: Aws, run_id: str, orders: Sequence[ClusterOrder], catalog: Catalog, settings: NodeSettings) -> UpResult:
+def up(aws: Aws, run_id: str, orders: Sequence[ClusterOrder], catalog: Catalog, settings: NodeSettings, *,
+       control_plane: Any = None, secrets: Any = None) -> UpResult:
+    """``control_plane`` (plastic.aws.control_plane.ControlPlaneSettings, with its ``secrets``): the run's
+    control plane is made first, and the agents join it instead of ``settings``' master and Redis."""
     ec2.check_run_id(run_id)
     vpc = ec2.vpc_of(aws, settings.subnet)  # before anything is created: a bad subnet creates nothing
     _check_image(aws, settings.image_id)
@@ -84,8 +88,11 @@ def up(aws: Aws, run_id: str, orders: Sequence[ClusterOrder], catalog: Catalog, 
     res = UpResult(run_id, aws.region, group_id)
     if made:
         res.created.append(f"security group {group_id}")
+    if control_plane is not None:
+        settings = _with_control_plane(aws, run_id, group_id, settings, control_plane, secrets, res)
     res.queue_url = _spot_events(aws, run_id, res)
-    live = [i for i in ec2.run_instances(aws, run_id) if i.aws_state not in ec2.GONE_STATES]
+    live = [i for i in ec2.run_instances(aws, run_id)
+            if i.aws_state not in ec2.GONE_STATES and i.cluster != "control-plane"]
     for i in live:
         res.already[i.cluster] = res.already.get(i.cluster, 0) + 1
     for order in still_missing(orders, res.already):
@@ -104,6 +111,23 @@ def up(aws: Aws, run_id: str, orders: Sequence[ClusterOrder], catalog: Catalog, 
         res.refused[order.cluster] = [r.reason for r in answer.refused]
     res.calls = aws.operations()
     return res
+
+
+def _with_control_plane(aws: Aws, run_id: str, group_id: str, settings: NodeSettings, plane_settings: Any,
+                        secrets: Any, res: UpResult) -> NodeSettings:
+    """The control plane found or made; the agents' settings pointed at it (its private address)."""
+    import dataclasses
+
+    from plastic.aws import control_plane
+
+    answer = control_plane.ensure(aws, run_id, group_id, plane_settings, secrets, image_id=settings.image_id,
+                                  subnet=settings.subnet, key_name=settings.key_name,
+                                  instance_profile=settings.instance_profile)
+    res.created += answer.created
+    res.control_plane = plane = answer.plane
+    if plane.private_ip is None:  # a dry run: no instance, no address
+        return settings
+    return dataclasses.replace(settings, master=plane.master_url(), redis=plane.redis_url(secrets))
 
 
 def _check_image(aws: Aws, image_id: str) -> None:

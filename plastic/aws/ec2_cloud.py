@@ -237,7 +237,7 @@ class NodeSettings:
     image_id: str
     master: str
     redis: str
-    agent_image: str = AGENT_IMAGE  # the compose cluster's agent image (deploy/mesos/Dockerfile)
+    agent_image: str = AGENT_IMAGE  # the compose cluster's agent image (deploy/plastic/Dockerfile, target agent)
     key_name: str | None = None
     instance_profile: str | None = None
     subnet: str | None = None
@@ -346,6 +346,7 @@ class Instance:
     aws_state: str
     launched_at: float
     private_ip: str | None
+    public_ip: str | None = None
 
 
 def run_instances(aws: Aws, run_id: str) -> list[Instance]:
@@ -363,7 +364,8 @@ def run_instances(aws: Aws, run_id: str) -> list[Instance]:
                     tags.get(TAG_MARKET, "on-demand"))
                 out.append(Instance(inst["InstanceId"], tags.get(TAG_CLUSTER, "?"), inst.get("InstanceType", "?"),
                                     market, node_state(aws_state, inst.get("StateReason", {}).get("Code", "")),
-                                    aws_state, _epoch(inst.get("LaunchTime")), inst.get("PrivateIpAddress")))
+                                    aws_state, _epoch(inst.get("LaunchTime")), inst.get("PrivateIpAddress"),
+                                    inst.get("PublicIpAddress")))
     return sorted(out, key=lambda i: (i.cluster, i.instance_id))
 
 

@@ -74,8 +74,9 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
 @click.option("--key-name", help="ec2: key pair for SSH to the instances.")
 @click.option("--instance-profile", help="ec2: the instances' IAM instance profile.")
 @click.option("--agent-image", help="ec2: the Mesos agent image the instances run (default: the compose cluster's, plastic/agent:latest).")
-@click.option("--job-store", metavar="file|s3|aws:REGION:NAME",
-              help="Where Toil keeps the run's jobs and files: the run directory (file; the default on a local "
+@click.option("--job-store", metavar="STORE",
+              help="Where Toil keeps the run's jobs and files (file, s3 or aws:REGION:NAME): the run directory "
+                   "(file; the default on a local "
                    "cluster), a private, encrypted S3 bucket made for the run and removed with it (s3; the default "
                    "with --provider ec2), or an S3 job store of your own.")
 @click.option("--executor", type=click.Choice(["plastic", "command"]), default="plastic", show_default=True,

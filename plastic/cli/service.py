@@ -41,8 +41,11 @@ def _store(redis_url: str | None, redis_ca: str | None):
               help="How many runs at once.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run directories (default: $PLASTIC_HOME/runs).")
+@click.option("--job-store", metavar="STORE",
+              help="Every run's job store (file or s3), as `plastic run --job-store` (s3: on an EC2 control plane, "
+                   "where the agents share no file system with it).")
 def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_runs: int,
-          runs_dir: Path | None) -> None:
+          runs_dir: Path | None, job_store: str | None) -> None:
     """Run submitted workflows (plastic submit) until interrupted."""
     from plastic.home import plastic_home
     from plastic.run.modes import make_private
@@ -54,7 +57,10 @@ def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_r
     check_run_dir(runs_dir)
     user_umask = make_private()  # its home, run directories and logs: this user's only (plastic.run.modes)
     store, conn = _store(redis_url, redis_ca)
-    service = Service(store, conn.url, runs_dir=runs_dir, master=master, max_runs=max_runs, child_umask=user_umask)
+    if job_store not in (None, "file", "s3"):
+        raise click.BadParameter(f"{job_store}: file or s3", param_hint="--job-store")
+    service = Service(store, conn.url, runs_dir=runs_dir, master=master, max_runs=max_runs, child_umask=user_umask,
+                      job_store=job_store or "")
 
     def stop(signum: int, frame: object) -> None:
         service.stopping.set()
@@ -74,18 +80,23 @@ def serve(redis_url: str | None, redis_ca: str | None, master: str | None, max_r
 @click.argument("job", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("toil_args", nargs=-1, type=click.UNPROCESSED, metavar="[--INPUT VALUE | TOIL-OPTION]...")
 @_redis_option
-@click.option("--outdir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where the outputs go (default: RUN_DIR/out).")
+@click.option("--outdir", metavar="DIRECTORY",
+              help="Where the outputs go, on the service's machine, or s3://BUCKET/PREFIX (default: RUN_DIR/out).")
 @click.option("--executor", type=click.Choice(["plastic", "command"]), default="plastic", show_default=True,
               help="As for `plastic run`: plastic's executor (one per agent) or Mesos' command executor.")
+@click.option("--ship/--no-ship", default=None,
+              help="Carry the workflow, the job order and its local input files to the service in Redis (the "
+                   "default when Redis is on another machine, such as an EC2 control plane).")
 def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_url: str | None, redis_ca: str | None,
-           outdir: Path | None, executor: str) -> None:
+           outdir: str | None, executor: str, ship: bool | None) -> None:
     """Queue WORKFLOW with JOB for `plastic serve`; prints the run id.
 
     After WORKFLOW [JOB], as for `plastic run`: the workflow's inputs as flags and toil-cwl-runner's options."""
     from plastic.cli.inputs import take_inputs
+    from plastic.cli.run import _outdir
     from plastic.cwl.loader import load_cwl
     from plastic.service.service import submission_fields
+    from plastic.service.shipment import is_local_redis, make_shipment
     from plastic.store import new_run_id
 
     refuse_option(workflow)
@@ -94,11 +105,17 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
     job, toil_args = line.job, line.toil_args
     with line.refused_as_bad_input():
         load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
+    where = _outdir(outdir) if outdir is not None else {}
+    url = checked_url(redis_url, redis_ca) or os.environ.get("PLASTIC_REDIS_URL")
+    shipment = make_shipment(workflow, job) if (not is_local_redis(url) if ship is None else ship) else None
     store, conn = _store(redis_url, redis_ca)
     try:
-        fields = submission_fields(workflow, job, outdir, toil_args, executor)
+        fields = submission_fields(workflow, job, where.get("outdir"), toil_args, executor,  # type: ignore[arg-type]
+                                   out_url=where.get("out_url"), shipped=shipment is not None)  # type: ignore[arg-type]
         with store.pipeline() as pipe:
             store.create_run(run_id, fields=fields, pipeline=pipe)
+            if shipment is not None:
+                store.ship_files(run_id, shipment.files, pipeline=pipe)
             store.push_submission({"run": run_id}, pipeline=pipe)
             store.execute(pipe)
         click.echo(run_id)

@@ -99,15 +99,19 @@ class Child:
 
 
 def submission_fields(workflow: Path, job: Path | None, outdir: Path | None, toil_args: tuple[str, ...],
-                      executor: str = "plastic") -> dict[str, str]:
+                      executor: str = "plastic", *, out_url: str | None = None,
+                      shipped: bool = False) -> dict[str, str]:
     """A submitted run's fields: the run's settings (plastic.run.request: the service starts `plastic run`
-    with them), and the few that `plastic status` shows (``outdir`` empty: the run directory's)."""
+    with them), and the few that `plastic status` shows (``outdir`` empty: the run directory's).
+    ``shipped``: the workflow and its files come in Redis (plastic.service.shipment), not from these paths."""
     request = RunRequest(workflow=workflow, job=job, outdir=outdir or Path("."), toil_args=toil_args,
-                         executor=executor)
+                         executor=executor, out_url=out_url)
     settings = settings_json(request, redis_url=None, started_at=0.0)
+    outdir_shown = out_url or ("" if outdir is None else str(outdir.resolve()))
     return {"workflow": str(workflow.resolve()), "job": "" if job is None else str(job.resolve()),
-            "outdir": "" if outdir is None else str(outdir.resolve()), "toil_args": json.dumps(list(toil_args)),
-            "executor": executor, "settings": json.dumps(settings), "submitted_pid": str(os.getpid())}
+            "outdir": outdir_shown, "toil_args": json.dumps(list(toil_args)),
+            "executor": executor, "settings": json.dumps(settings), "submitted_pid": str(os.getpid()),
+            **({"shipped": "1"} if shipped else {})}
 
 
 def submitted_request(fields: Mapping[str, str], run_dir: Path) -> RunRequest:
@@ -118,12 +122,13 @@ def submitted_request(fields: Mapping[str, str], run_dir: Path) -> RunRequest:
         request = RunRequest(workflow=Path(fields["workflow"]), job=Path(fields["job"]) if fields.get("job") else None,
                              outdir=Path("."), toil_args=tuple(json.loads(fields.get("toil_args") or "[]")),
                              executor=fields.get("executor") or "plastic")
-    return dataclasses.replace(request, outdir=Path(fields.get("outdir") or run_dir / "out"))
+    local_outdir = fields.get("outdir") if not request.out_url else ""
+    return dataclasses.replace(request, outdir=Path(local_outdir or run_dir / "out"))
 
 
 class Service:
     def __init__(self, store: Store, redis_url: str, *, runs_dir: Path, master: str | None = None,
-                 max_runs: int = 2, poll_s: float = 1.0, child_umask: int | None = None):
+                 max_runs: int = 2, poll_s: float = 1.0, child_umask: int | None = None, job_store: str = ""):
         self.store = store
         self.child_umask = child_umask  # the user's, for the runs' outputs (plastic.run.modes); None: this one
         self.redis_url = redis_url
@@ -133,6 +138,7 @@ class Service:
         self.poll_s = poll_s
         self.children: dict[str, Child] = {}
         self.stopping = threading.Event()
+        self.job_store = job_store  # every run's, unless its submission says (plastic run --job-store)
 
     # ------------------------------------------------------------ start-up
 
@@ -199,13 +205,31 @@ class Service:
         run_dir = self.runs_dir / run_id
         run_dir.mkdir(parents=True, exist_ok=True)
         request = submitted_request(f, run_dir)
-        request = dataclasses.replace(request, run_id=run_id, run_dir=run_dir, master=self.master or request.master)
+        request = dataclasses.replace(request, run_id=run_id, run_dir=run_dir, master=self.master or request.master,
+                                      job_store=request.job_store or self.job_store)
+        if f.get("shipped"):
+            request = self._unship(run_id, run_dir, request)
+            if request is None:
+                return
         argv = [sys.executable, "-m", "plastic", "run", "--quiet", *run_args(request)]
         child = self._spawn(run_id, argv, run_dir)
         # the child records the same pid itself once planning starts; recorded now, a service that dies
         # before then finds the child alive at its next start instead of queueing the run a second time
         self.store.set_run_fields(run_id, {"pid": child.pid})
         log.info("run %s started (pid %d), log %s", run_id, child.pid, child.log_path)
+
+    def _unship(self, run_id: str, run_dir: Path, request: RunRequest) -> RunRequest | None:
+        """The shipped workflow, job order and inputs written into the run directory, the request pointed
+        at them; None (the run failed) when its files are not in Redis."""
+        from plastic.service.shipment import unpack
+
+        files = self.store.shipped_files(run_id)
+        if not files:
+            self._fail(run_id, "its shipped files are not in Redis (plastic submit --ship)")
+            return None
+        workflow, job = unpack(files, run_dir)
+        self.store.drop_shipped_files(run_id)
+        return dataclasses.replace(request, workflow=workflow, job=job)
 
     def resume(self, run_id: str, run_dir: Path) -> None:
         """`plastic run --resume RUN_DIR` as a child, counted in the run's `resumes` field."""

@@ -26,6 +26,7 @@ name and ``N`` a tool (or step) name:
 | `P events`           | stream     | events that belong to no run (agents seen without a run)                |
 | `P runtime:N`        | list       | recent runtimes of tool N in seconds, newest first, capped (LTRIM)      |
 | `P submissions`      | list       | JSON submissions for `plastic serve` (LPUSH in, BRPOP out: FIFO)        |
+| `P run:R:shipped`    | hash       | a submission's shipped files (name -> base64), until the service has them |
 | `P notices`          | stream     | spot notices from every source (IMDS watchers, the SQS poller), once each |
 | `P notice:K:N`       | string     | "published" marker of notice kind K for target N (SET NX, expires)      |
 
@@ -123,6 +124,9 @@ class Keys:
 
     def submissions(self) -> str:
         return f"{self.prefix}submissions"
+
+    def shipped(self, run_id: str) -> str:
+        return f"{self.prefix}run:{check_run_id(run_id)}:shipped"
 
     # notices
     def notices(self) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -46,3 +47,18 @@ class SubmissionQueue(StorePart):
             if isinstance(doc, dict):
                 out.append(doc)
         return out
+
+    def ship_files(self, run_id: str, files: Mapping[str, bytes], *, pipeline: Pipeline | None = None) -> None:
+        """A submission's files (plastic.service.shipment), kept until the service takes them."""
+        if files:
+            (pipeline or self.client).hset(self.keys.shipped(run_id),
+                                           mapping={name: base64.b64encode(data).decode() for name, data in files.items()})
+
+    def shipped_files(self, run_id: str) -> dict[str, bytes]:
+        """The run's shipped files (none: {}); they stay until `drop_shipped_files` (after the service has
+        written them: a service that dies between the two finds them again)."""
+        raw = self.client.hgetall(self.keys.shipped(run_id))
+        return {str(name): base64.b64decode(value) for name, value in raw.items()}
+
+    def drop_shipped_files(self, run_id: str) -> None:
+        self.client.delete(self.keys.shipped(run_id))

@@ -1,14 +1,17 @@
 """What the tests of tests/aws share besides their fixtures (tests/aws/conftest.py): the region and the
 fake secret, EventBridge events as SQS holds them, a queue's depth, a three-cluster plan, a run's
-instances, and whether deploy/aws/iam-policy.json allows a call."""
+instances, whether deploy/aws/iam-policy.json allows a call, and a bridge from moto's instances to local
+agents."""
 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from pathlib import Path
 
-from plastic.aws.ec2_cloud import TAG_RUN
+from plastic.aws.ec2_cloud import TAG_CLUSTER, TAG_RUN
+from plastic.catalogs import load_catalog
 
 POLICY = Path(__file__).resolve().parents[2] / "deploy" / "aws" / "iam-policy.json"
 CALL_LOG = Path(__file__).resolve().parent / "call_log"  # on PYTHONPATH: every process's AWS calls recorded
@@ -118,3 +121,46 @@ def take_toils_encryption_rule(monkeypatch) -> None:
         return original(self)
 
     monkeypatch.setattr(S3Response, "_encryption_config_from_body", lenient)
+
+
+class Bridge(threading.Thread):
+    """moto instances of the run -> local agents with their instance ids, until stopped."""
+
+    def __init__(self, cluster, run_id: str):
+        super().__init__(daemon=True)
+        import boto3
+
+        self.ec2 = boto3.client("ec2")
+        self.cluster = cluster
+        self.run_id = run_id
+        self.catalog = load_catalog(None)
+        self.agents: dict[str, str] = {}  # instance -> agent
+        self.gone: set[str] = set()
+        self.stopped = threading.Event()
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.5):
+            try:
+                self.step()
+            except Exception as error:  # noqa: BLE001 - reported by the test
+                self.errors.append(repr(error))
+
+    def step(self) -> None:
+        pages = self.ec2.get_paginator("describe_instances").paginate(
+            Filters=[{"Name": "tag:plastic:run", "Values": [self.run_id]}])
+        for inst in (i for p in pages for r in p["Reservations"] for i in r["Instances"]):
+            iid, state = inst["InstanceId"], inst["State"]["Name"]
+            tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
+            if tags.get(TAG_CLUSTER) == "control-plane":
+                continue  # not an agent: the test stands in for it
+            if state in ("pending", "running") and iid not in self.agents:
+                itype = self.catalog.by_name(inst["InstanceType"])
+                spot = inst.get("InstanceLifecycle") == "spot"
+                (agent,) = self.cluster.add_agents(cluster=tags[TAG_CLUSTER], cpus=itype.vcpus, ram_mib=itype.ram_mib,
+                                                   preemptible=spot, instance_type=itype.name, boot_s=0,
+                                                   instance_ids=[iid])
+                self.agents[iid] = agent["agent_id"]
+            elif state in ("shutting-down", "terminated") and iid in self.agents and iid not in self.gone:
+                self.gone.add(iid)
+                self.cluster.terminate_agent(self.agents[iid])

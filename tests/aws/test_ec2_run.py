@@ -15,16 +15,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from plastic.aws import cloud
-from plastic.aws.ec2_cloud import TAG_CLUSTER, Aws
-from plastic.catalogs import load_catalog
-from tests.aws.helpers import REGION
+from plastic.aws.ec2_cloud import Aws
+from tests.aws.helpers import REGION, Bridge
 from tests.clirun import REPO, read_decisions
 from tests.waiting import eventually
 
@@ -36,46 +34,6 @@ RUN_ID = "ec2-e2e"
 ITEMS = [1, 2, 3, 4]
 
 
-class Bridge(threading.Thread):
-    """moto instances of the run -> local agents with their instance ids, until stopped."""
-
-    def __init__(self, cluster):
-        super().__init__(daemon=True)
-        import boto3
-
-        self.ec2 = boto3.client("ec2")
-        self.cluster = cluster
-        self.catalog = load_catalog(None)
-        self.agents: dict[str, str] = {}  # instance -> agent
-        self.gone: set[str] = set()
-        self.stopped = threading.Event()
-        self.errors: list[str] = []
-
-    def run(self) -> None:
-        while not self.stopped.wait(0.5):
-            try:
-                self.step()
-            except Exception as error:  # noqa: BLE001 - reported by the test
-                self.errors.append(repr(error))
-
-    def step(self) -> None:
-        pages = self.ec2.get_paginator("describe_instances").paginate(
-            Filters=[{"Name": "tag:plastic:run", "Values": [RUN_ID]}])
-        for inst in (i for p in pages for r in p["Reservations"] for i in r["Instances"]):
-            iid, state = inst["InstanceId"], inst["State"]["Name"]
-            if state in ("pending", "running") and iid not in self.agents:
-                tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
-                itype = self.catalog.by_name(inst["InstanceType"])
-                spot = inst.get("InstanceLifecycle") == "spot"
-                (agent,) = self.cluster.add_agents(cluster=tags[TAG_CLUSTER], cpus=itype.vcpus, ram_mib=itype.ram_mib,
-                                                   preemptible=spot, instance_type=itype.name, boot_s=0,
-                                                   instance_ids=[iid])
-                self.agents[iid] = agent["agent_id"]
-            elif state in ("shutting-down", "terminated") and iid in self.agents and iid not in self.gone:
-                self.gone.add(iid)
-                self.cluster.terminate_agent(self.agents[iid])
-
-
 def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoint, image_id, tmp_path):
     import boto3
 
@@ -84,7 +42,7 @@ def test_a_workflow_runs_on_ec2_through_moto_and_survives_an_interruption(endpoi
     # a Mesos master with one agent too small for any task: every task runs on an "EC2" instance
     spec = {"clusters": [{"name": "lab", "count": 1, "cpus": 0.1, "ram_mib": 64, "preemptible": False}]}
     cluster = LocalCluster(spec, agent_ping_timeout_s=5.0).start()
-    bridge = Bridge(cluster)
+    bridge = Bridge(cluster, RUN_ID)
     bridge.start()
     job = tmp_path / "job.yml"
     job.write_text(f"items: {json.dumps(ITEMS)}\nseconds: 20\n")

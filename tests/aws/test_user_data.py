@@ -23,7 +23,8 @@ PASSWORD = "s3cret-Pw"
 PEM = b"-----BEGIN CERTIFICATE-----\nMIIBplasticTESTca\n-----END CERTIFICATE-----\n"
 
 
-def boot(tmp_path: Path, market: Market, redis: str) -> tuple[Path, list[list[str]]]:
+def boot(tmp_path: Path, market: Market, redis: str,
+         agent_image: str = "plastic/agent:1") -> tuple[Path, list[list[str]]]:
     """Render the user data and run it; returns (the instance's /etc/plastic, docker's argv lists)."""
     stand_ins = tmp_path / "bin"
     stand_ins.mkdir()
@@ -32,12 +33,14 @@ def boot(tmp_path: Path, market: Market, redis: str) -> tuple[Path, list[list[st
     calls = tmp_path / "docker-calls.jsonl"
     (stand_ins / "docker").write_text(
         "#!/usr/bin/env python3\nimport json, sys\n"
-        f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+        f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:] + (['<' + sys.stdin.read().strip()] "
+        f"if '--password-stdin' in sys.argv else [])) + '\\n')\n")
+    (stand_ins / "aws").write_text("#!/bin/sh\necho \"aws $*\" >> " + str(tmp_path / "aws-calls") + "\necho ecr-pw\n")
     for tool in stand_ins.iterdir():
         tool.chmod(0o755)
     script = tmp_path / "user-data.sh"
     script.write_text(render_user_data(run_id="r1", cluster="burst", instance_type="m5.large", market=market,
-                                       master="10.0.0.1:5050", redis=redis, agent_image="plastic/agent:1"))
+                                       master="10.0.0.1:5050", redis=redis, agent_image=agent_image))
     etc = tmp_path / "etc-plastic"
     env = {**os.environ, "PATH": f"{stand_ins}:{os.environ['PATH']}", "PLASTIC_ETC": str(etc)}
     res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
@@ -104,3 +107,13 @@ def test_cloud_up_with_a_bad_redis_ca_is_one_line(endpoint, image_id, tmp_path, 
     (tmp_path / "ca.pem").write_bytes(PEM)
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
     assert_one_line_error(plastic("cloud", "up", plan, "--run-id", "r8", "--image-id", image_id, *argv), *words)
+
+
+def test_an_agent_image_in_ecr_is_pulled_after_a_login_with_the_instance_role(tmp_path):
+    image = "111122223333.dkr.ecr.eu-west-1.amazonaws.com/plastic/agent:latest"
+    _, argvs = boot(tmp_path, Market.ON_DEMAND, "redis://10.0.0.2:6379/0", agent_image=image)
+    login, agent = argvs
+    # the password from `aws ecr get-login-password` went through the pipe, not the command line
+    assert login == ["login", "--username", "AWS", "--password-stdin", image.split("/")[0], "<ecr-pw"]
+    assert (tmp_path / "aws-calls").read_text() == "aws ecr get-login-password --region eu-west-1\n"
+    assert image in agent
