@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from plastic.aws.control_plane_secrets import ControlPlaneSecrets
-from plastic.aws.ec2_cloud import Aws, describe_error, is_client_error, run_instances, tag_list
+from plastic.aws.ec2_cloud import (
+    Aws,
+    describe_error,
+    is_client_error,
+    registry_login_snippet,
+    run_instances,
+    tag_list,
+)
 from plastic.compose import MANAGER_IMAGE, MESOS_IMAGE, ZOOKEEPER_IMAGE
 from plastic.core.errors import InputError, ProviderError
 from plastic.store.urls import set_ca
@@ -83,7 +90,7 @@ def render_start_script(*, run_id: str, secrets: ControlPlaneSecrets, settings: 
                             source=str(START_SCRIPT)) from None
     b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
     return string.Template(text).substitute(
-        RUN_ID=run_id, REGION=region, AOF_DEVICE=AOF_DEVICE, REDIS_PORT=REDIS_PORT, MESOS_PORT=MESOS_PORT,
+        REGISTRY_LOGIN=registry_login_snippet(), RUN_ID=run_id, REGION=region, AOF_DEVICE=AOF_DEVICE, REDIS_PORT=REDIS_PORT, MESOS_PORT=MESOS_PORT,
         ZOOKEEPER_PORT=ZOOKEEPER_PORT, REDIS_PASSWORD=secrets.password, CA_PEM_B64=b64(secrets.ca_pem),
         SERVER_PEM_B64=b64(secrets.server_pem), SERVER_KEY_B64=b64(secrets.server_key_pem),
         **{key: settings.image(name) for key, name in IMAGES.items()})
@@ -199,7 +206,9 @@ def health(url: str) -> str:
 
 def save_redis(url: str, path: Path) -> int:
     """Every key of the control plane's Redis, as DUMP gives it (restorable with RESTORE), with its
-    time to live, one JSON line each, into ``path`` (written whole or not at all); returns the count."""
+    time to live, one JSON line each, into ``path`` (written whole or not at all); each ended run's
+    directory that the service kept there (plastic.service.archive) unpacked into runs/RUN_ID beside it.
+    Returns the count of keys."""
     import json
 
     from plastic.store.embedded import open_url
@@ -213,6 +222,8 @@ def save_redis(url: str, path: Path) -> int:
                 continue
             lines.append(json.dumps({"key": base64.b64encode(key).decode(), "pttl_ms": client.pttl(key),
                                      "dump": base64.b64encode(dumped).decode()}))
+            if key.endswith(b":archive") and b":run:" in key:
+                _save_run_dir(key, client.get(key), path.parent / "runs")
     finally:
         client.close()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -221,3 +232,11 @@ def save_redis(url: str, path: Path) -> int:
         out.writelines(line + "\n" for line in lines)
     os.replace(part, path)
     return len(lines)
+
+
+def _save_run_dir(key: bytes, value: bytes | None, runs: Path) -> None:
+    from plastic.service.archive import unpack_run_dir
+
+    run_id = key.decode(errors="replace").rsplit(":run:", 1)[1].removesuffix(":archive")
+    if value is not None and "/" not in run_id and run_id not in ("", ".", ".."):
+        unpack_run_dir(base64.b64decode(value), runs / run_id)

@@ -35,6 +35,7 @@ TAG_RUN, TAG_CLUSTER, TAG_MARKET, TAG_MANAGED = "plastic:run", "plastic:cluster"
 MANAGED_BY = "plastic"
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,39}$")  # it goes into resource names
 USER_DATA = Path(__file__).resolve().parents[2] / "deploy" / "aws" / "user-data.sh.tmpl"
+REGISTRY_LOGIN = USER_DATA.with_name("registry-login.sh")  # shell put into the user data and the start script
 MESOS_PORTS = ((5050, 5051), (6379, 6379), (31000, 32000))  # master and agent, Redis, the agents' task ports
 # Fleet / RunInstances error codes that mean "no capacity of this kind now" (data, not a failure)
 CAPACITY_CODES = frozenset({
@@ -115,9 +116,17 @@ def render_user_data(*, run_id: str, cluster: str, instance_type: str, market: M
     if any(c in url for c in "\n\r"):
         raise InputError("a Redis URL is one line", field="--redis")
     return string.Template(text).substitute(
-        RUN_ID=run_id, CLUSTER=cluster, INSTANCE_TYPE=instance_type, MARKET=str(market),
+        REGISTRY_LOGIN=registry_login_snippet(), RUN_ID=run_id, CLUSTER=cluster, INSTANCE_TYPE=instance_type, MARKET=str(market),
         PREEMPTIBLE="true" if market is Market.SPOT else "false", MASTER=master, REDIS=url,
         REDIS_CA_B64=base64.b64encode(ca_pem).decode(), AGENT_IMAGE=agent_image)
+
+
+def registry_login_snippet() -> str:
+    """The shell function that logs docker in to an ECR registry (deploy/aws/registry-login.sh), as it is."""
+    try:
+        return REGISTRY_LOGIN.read_text(encoding="utf-8").rstrip("\n")
+    except OSError as error:
+        raise ProviderError(f"cannot read the registry login ({error})", source=str(REGISTRY_LOGIN)) from None
 
 
 # ------------------------------------------------------------------ the calls

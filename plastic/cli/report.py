@@ -28,12 +28,37 @@ def _run_dir(run: str, redis_url: str | None, redis_ca: str | None) -> Path:
     store, conn = _store(redis_url, redis_ca)
     try:
         record = _existing_run(store, run)
+        run_dir = record.fields.get("run_dir")
+        if run_dir and not Path(run_dir).is_dir():  # on the service's machine: its archive, if the run ended
+            archived = store.run_archive(run)
+            if archived is not None:
+                return _unpacked(run, archived)
     finally:
         conn.close()
-    run_dir = record.fields.get("run_dir")
     if not run_dir:
         raise InputError(f"run {run} has no run directory yet ({record.state})", source=run)
+    if not Path(run_dir).is_dir():
+        raise InputError(f"its directory is on the service's machine ({run_dir}), and the service keeps a copy "
+                         f"in Redis only once the run has ended ({record.state})", source=run)
     return Path(run_dir)
+
+
+def _unpacked(run_id: str, archived: bytes) -> Path:
+    """The run's archive (plastic.service.archive) in a directory of this user's, made anew each time."""
+    import shutil
+    import tempfile
+
+    from plastic.home import plastic_home
+    from plastic.service.archive import unpack_run_dir
+
+    where = plastic_home() / "served-runs"
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fresh = Path(tempfile.mkdtemp(prefix=f"{run_id}-", dir=where))
+    target = where / run_id
+    unpack_run_dir(archived, fresh)
+    shutil.rmtree(target, ignore_errors=True)
+    fresh.rename(target)
+    return target
 
 
 @click.command("report", short_help="Show a run's report, or write its picture as HTML.")

@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis.exceptions import RedisError
+
 from plastic.core.book.lifecycle import RunState, TransitionError
 from plastic.core.book.recovery import (
     MAX_RESUMES,
@@ -263,6 +265,19 @@ class Service:
                                    resumes=0 if run is None else int(run.fields.get("resumes") or 0),
                                    has_run_file=(run_dir / RUN_FILE).is_file(), run_file=str(run_dir / RUN_FILE))
             self._carry_out(run_id, decision)
+            if not isinstance(decision, ResumeRun):
+                self._archive(run_id, run_dir)
+
+    def _archive(self, run_id: str, run_dir: Path) -> None:
+        """The ended run's directory kept in Redis (plastic.service.archive), for readers elsewhere."""
+        from plastic.service.archive import pack_run_dir
+
+        if not run_dir.is_dir():
+            return
+        try:
+            self.store.keep_run_archive(run_id, pack_run_dir(run_dir))
+        except (OSError, RedisError) as error:  # the run's record stands without it
+            log.warning("run %s: its directory was not kept in Redis (%s)", run_id, error)
 
     def _orphaned(self, run: RunRecord, why: str) -> ResumeRun | FailRun:
         run_dir = self.runs_dir / run.id

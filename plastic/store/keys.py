@@ -27,6 +27,7 @@ name and ``N`` a tool (or step) name:
 | `P runtime:N`        | list       | recent runtimes of tool N in seconds, newest first, capped (LTRIM)      |
 | `P submissions`      | list       | JSON submissions for `plastic serve` (LPUSH in, BRPOP out: FIFO)        |
 | `P run:R:shipped`    | hash       | a submission's shipped files (name -> base64), until the service has them |
+| `P run:R:archive`    | string     | an ended served run's directory, gzipped tar in base64 (plastic.service.archive) |
 | `P notices`          | stream     | spot notices from every source (IMDS watchers, the SQS poller), once each |
 | `P notice:K:N`       | string     | "published" marker of notice kind K for target N (SET NX, expires)      |
 
@@ -127,6 +128,9 @@ class Keys:
 
     def shipped(self, run_id: str) -> str:
         return f"{self.prefix}run:{check_run_id(run_id)}:shipped"
+
+    def archive(self, run_id: str) -> str:
+        return f"{self.prefix}run:{check_run_id(run_id)}:archive"
 
     # notices
     def notices(self) -> str:

@@ -62,3 +62,11 @@ class SubmissionQueue(StorePart):
 
     def drop_shipped_files(self, run_id: str) -> None:
         self.client.delete(self.keys.shipped(run_id))
+
+    def keep_run_archive(self, run_id: str, data: bytes) -> None:
+        """An ended served run's directory (plastic.service.archive), for readers on other machines."""
+        self.client.set(self.keys.archive(run_id), base64.b64encode(data).decode())
+
+    def run_archive(self, run_id: str) -> bytes | None:
+        raw = self.client.get(self.keys.archive(run_id))
+        return None if raw is None else base64.b64decode(raw)

@@ -31,6 +31,7 @@ from plastic.procs import stop_process
 from tests.aws import stand_in
 from tests.aws.helpers import CALL_LOG, POLICY, Bridge, allowed, recorded_calls
 from tests.clirun import REPO, plastic
+from tests.waiting import eventually
 
 pytest.importorskip("toil")
 pytestmark = [pytest.mark.toil_e2e, pytest.mark.skipif(stand_in.TLS_REDIS is None,
@@ -114,11 +115,27 @@ def test_cloud_up_submit_and_down_run_the_example_through_a_control_plane(endpoi
         assert f"sha1${hashlib.sha1(body).hexdigest()}" == expected["checksum"]
         # the run's job store was in S3 and is gone; the shipped files left Redis
         assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["lab-results"]
+        # its report from the user's machine, where its directory is not: from the copy the service keeps
+        client = open_url(url)
+        try:
+            eventually(lambda: client.exists(f"plastic:run:{run_id}:archive"), 60, "the service's copy of the run",
+                       alive=serve)
+            assert not client.exists(f"plastic:run:{run_id}:shipped")
+        finally:
+            client.close()
+        run_dir = next((booted.data / "runs").rglob(run_id))
+        run_dir.rename(run_dir.with_name("elsewhere"))  # the control plane's disk, out of the user's reach
+        report = plastic("report", run_id, "--format", "json", "--redis", url, env=user)
+        assert report.returncode == 0, report.stderr
+        assert json.loads(report.stdout)["outcome"] == "succeeded"
         down = plastic("cloud", "down", RUN, "--wait-seconds", "5", "--save-to", tmp_path / "saved", "--redis", url,
                        env=user)
         assert down.returncode == 0, down.stderr
         saved = [json.loads(line) for line in (tmp_path / "saved" / "redis-dump.jsonl").read_text().splitlines()]
         assert len(saved) > 10 and not any(b"shipped" in base64.b64decode(s["key"]) for s in saved)
+        kept = tmp_path / "saved" / "runs" / run_id  # the run's directory, from the service's copy
+        assert json.loads((kept / "report.json").read_text())["outcome"] == "succeeded"
+        assert (kept / "decisions.jsonl").is_file() and not (kept / "jobstore").exists()
     finally:
         stop_process(serve, 60)
         redis.terminate()
