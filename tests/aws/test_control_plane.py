@@ -19,7 +19,7 @@ from plastic.aws.ec2_cloud import Aws
 from plastic.compose import AGENT_IMAGE, MANAGER_IMAGE, MESOS_IMAGE, ZOOKEEPER_IMAGE
 from tests.aws import stand_in
 from tests.aws.helpers import POLICY, REGION, allowed, three_cluster_plan
-from tests.clirun import assert_one_line_error, plastic
+from tests.clirun import REPO, assert_one_line_error, plastic
 
 REGISTRY = "111122223333.dkr.ecr.us-east-1.amazonaws.com"
 
@@ -221,3 +221,41 @@ def test_the_redis_it_configures_answers_over_tls_with_the_password_keeps_an_aof
     finally:
         server.terminate()
         server.wait(10)
+
+
+# ------------------------------------------------------------------ the same Mesos commands as the compose cluster's
+
+
+def compose_command(service: str) -> dict[str, str]:
+    import yaml
+
+    doc = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    return dict(arg.partition("=")[::2] for arg in doc["services"][service]["command"][1:])
+
+
+def flags(argv: list[str], program: str) -> dict[str, str]:
+    return dict(arg.partition("=")[::2] for arg in argv[argv.index(program) + 1:] if arg.startswith("--"))
+
+
+# what differs from one machine to the next (its address, its resources: EC2's agent finds its own), or
+# only tunes the compose cluster's logs and timeouts for two cores
+HOST_FLAGS = {"--ip", "--hostname", "--master", "--zk", "--port", "--resources", "--attributes", "--cluster",
+              "--logging_level", "--log_dir", "--agent_ping_timeout", "--max_agent_ping_timeouts"}
+
+
+def test_the_instances_run_mesos_as_the_compose_cluster_does(tmp_path, home):
+    """The compose cluster runs the same images with real Mesos 1.11 in `make test-compose`: the EC2 agent
+    and the control plane's master take its flags, each with its value, but those of the machine."""
+    from plastic.aws.ec2_cloud import render_user_data
+    from plastic.core.model import Market
+
+    booted = boot(tmp_path / "plane", load_or_make("cp9"))
+    master = flags(booted.runs()[1], "mesos-master")
+    expected = {k: v for k, v in compose_command("master").items() if k not in HOST_FLAGS}
+    assert {k: master.get(k) for k in expected} == expected and set(master) <= set(compose_command("master"))
+    agent_boot = stand_in.boot(tmp_path / "agent", render_user_data(
+        run_id="cp9", cluster="burst", instance_type="m5.large", market=Market.SPOT, master="zk://10.0.0.9:2181/mesos",
+        redis="redis://10.0.0.9:6379/0", agent_image="plastic/agent:latest"))
+    agent = flags(agent_boot.runs()[0], "mesos-agent")
+    expected = {k: v for k, v in compose_command("core").items() if k not in HOST_FLAGS}
+    assert {k: agent.get(k) for k in expected} == expected and set(agent) <= set(compose_command("core"))
