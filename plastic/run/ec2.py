@@ -6,12 +6,8 @@ recommendations into the run's Redis, where the execution manager drains the doo
 nodes themselves are created and released by the batch system's ec2 provider (plastic.providers.ec2).
 When the run ends, whatever way: the watcher stops and every resource tagged with the run is removed
 (instances, launch templates, security group, rule, queue), as `plastic cloud down RUN_ID` would, but
-the S3 job store of a run that did not succeed: `plastic run --resume` goes on from it.
-
-The job store (plastic.aws.job_store): on EC2 a run's is in S3 unless `--job-store file` says
-otherwise (then the run directory must be on a file system every instance mounts).  `job_store_setting`
-turns the run's setting into Toil's locator before anything starts; `job_store_start` is what a
-resume does with it; `end_job_store` says where it is when the run ends.
+the S3 job store of a run that did not succeed: `plastic run --resume` goes on from it (the job
+store: plastic.run.job_store).
 """
 
 from __future__ import annotations
@@ -25,10 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plastic.compose import AGENT_IMAGE
-from plastic.core.book.recovery import ToilStart, toil_start
-from plastic.core.errors import InputError
 from plastic.procs import die_with_parent, stop_process
-from plastic.run.toil_command import FILE_JOB_STORE
 from plastic.store.urls import URL_ENV
 
 log = logging.getLogger(__name__)
@@ -74,7 +67,7 @@ def start(settings: Ec2Settings, run_id: str, run_dir: Path, redis_url: str,
 
     def stop() -> None:
         stop_process(proc, WATCH_STOP_S)
-        try:  # the job store: end_job_store
+        try:  # the job store: plastic.run.job_store.end_job_store
             removed = cloud.down(aws, run_id, wait_s=settings.down_wait_s, job_stores=False)
         except Exception as error:  # noqa: BLE001 - say it and how to finish by hand; never hide it
             note(f"ec2: could not remove the run's resources ({error}); run: plastic cloud down {run_id} "
@@ -84,66 +77,3 @@ def start(settings: Ec2Settings, run_id: str, run_dir: Path, redis_url: str,
         note(f"ec2: removed {len(removed)} resource(s) tagged plastic:run={run_id} ({instances} instance(s))")
 
     return stop
-
-
-S3_JOB_STORE = "s3"  # the run's bucket in this account and region (plastic.core.naming.job_store_name)
-
-
-def job_store_setting(given: str, ec2_settings: Ec2Settings | None, run_id: str) -> str:
-    """The run's job store as Toil's locator is made of it: FILE_JOB_STORE, or ``aws:REGION:NAME``.
-    ``given``: '' (S3 on EC2, the run directory otherwise), FILE_JOB_STORE, S3_JOB_STORE (the run's
-    bucket in --region, else boto3's region) or a locator of the user's."""
-    from plastic.aws import job_store
-    from plastic.aws.ec2_cloud import Aws
-    from plastic.aws.session import describe
-
-    choice = given or (S3_JOB_STORE if ec2_settings is not None else FILE_JOB_STORE)
-    if choice == FILE_JOB_STORE:
-        return choice
-    if choice != S3_JOB_STORE:
-        if not job_store.is_s3_locator(choice):
-            raise InputError(f"a job store is {FILE_JOB_STORE}, {S3_JOB_STORE} or aws:REGION:NAME", source=choice,
-                             field="--job-store")
-        return job_store.parse(choice).locator
-    aws = Aws.connect(ec2_settings.region if ec2_settings is not None else None)
-    try:
-        return job_store.for_run(aws, run_id).locator
-    except Exception as exc:  # STS answers any credentials that AWS knows
-        raise InputError(f"AWS does not accept these credentials ({describe(exc)})", field="--job-store") from None
-
-
-def job_store_start(locator: str) -> ToilStart:
-    """A resume's start on an S3 job store: --restart when Toil saved the workflow there, else from the
-    beginning, its bucket removed first when Toil had made it (Toil makes it anew)."""
-    from plastic.aws import job_store
-    from plastic.aws.ec2_cloud import Aws
-
-    store = job_store.parse(locator)
-    aws = Aws.connect(store.region)
-    found = job_store.state(aws, store)
-    start = toil_start(found.initialized, found.exists)
-    if start.wipe:
-        job_store.remove_bucket(aws, store.bucket)
-    return start
-
-
-def end_job_store(locator: str, run_id: str, succeeded: bool, note: Callable[[str], None]) -> None:
-    """A run's S3 job store when the run ends: Toil removed it when the workflow succeeded (any bucket
-    left then is removed); otherwise it stays for `plastic run --resume`, and the note says so."""
-    from plastic.aws import job_store
-    from plastic.aws.ec2_cloud import Aws
-
-    store = job_store.parse(locator)
-    try:
-        aws = Aws.connect(store.region)
-        if not succeeded:
-            if job_store.state(aws, store).exists:
-                note(f"the run's job store stays in s3://{store.bucket} for `plastic run --resume`; "
-                     f"`plastic cloud down {run_id} --region {store.region}` removes it")
-            return
-        if job_store.state(aws, store).exists:
-            job_store.remove_bucket(aws, store.bucket)
-            note(f"removed the job store's bucket {store.bucket}, which Toil left")
-    except Exception as error:  # noqa: BLE001 - say it and how to finish by hand; never hide it
-        note(f"could not check the job store's bucket {store.bucket} ({error}); "
-             f"`plastic cloud down {run_id} --region {store.region}` removes it")

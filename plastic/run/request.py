@@ -57,7 +57,7 @@ class RunRequest:
     executor: str = "plastic"  # plastic's executor (one per agent) or "command" (Mesos' command executor)
     rebalance: str | None = None  # EC2 rebalance recommendations: ignore | avoid-long | drain (None: avoid-long)
     # Toil's job store: '' (S3 with --provider ec2, else the run directory), file, s3, or aws:REGION:NAME;
-    # run.json keeps the locator the run got (plastic.run.ec2.job_store_setting)
+    # run.json keeps the locator the run got (plastic.run.job_store.job_store_setting)
     job_store: str = ""
     out_url: str | None = None  # --outdir s3://BUCKET/PREFIX: the outputs exported there (outdir unused)
 

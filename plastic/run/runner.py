@@ -47,7 +47,7 @@ from typing import Any
 from plastic.core.account.progress import Progress
 from plastic.core.account.report import AgentSpan, KnownAgent, RunTally, price_agents
 from plastic.core.book.lifecycle import RunState
-from plastic.core.book.recovery import RESUMABLE, record_again, toil_start
+from plastic.core.book.recovery import RESUMABLE, record_again
 from plastic.core.book.run_end import run_end
 from plastic.core.elastic.controller import reliable_floor
 from plastic.core.errors import InputError, PlanningError, RunFailedError
@@ -58,6 +58,7 @@ from plastic.mesos.credential import check_credential, read_credential
 from plastic.procs import die_with_parent, pid_alive, stop_process
 from plastic.run.disk import DiskWatch, write_unless_full
 from plastic.run.events import EventFollower
+from plastic.run.job_store import resume_start
 from plastic.run.local_run_cluster import follow_new_agents, start_cluster
 from plastic.run.modes import private_dir, share_outputs, shared_dir
 from plastic.run.request import Display, RunRequest, RunResult, request_from_json, settings_json
@@ -65,7 +66,6 @@ from plastic.run.run_redis import WAIT_S as REDIS_WAIT_S
 from plastic.run.run_redis import RunRedis, password_needed
 from plastic.run.toil_command import (
     FILE_JOB_STORE,
-    FILE_JOB_STORE_DIR,
     build_invocation,
     check_run_dir,
     default_run_dir,
@@ -80,11 +80,6 @@ STOP_GRACE_S = 15.0
 FAILOVER_S = 300.0
 RUN_FILE = "run.json"
 BEFORE_RECORD = frozenset({"plan.json", RUN_FILE, "workflow", "redis"})  # what a run writes before Redis has it
-
-
-def jobstore_initialized(job_store: Path) -> bool:
-    """True when Toil got as far as saving the workflow's root job (a --restart can go on from it)."""
-    return (job_store / "shared" / "rootJobStoreID").is_file()
 
 
 # ------------------------------------------------------------------ steps
@@ -160,7 +155,7 @@ def execute(request: RunRequest, display: Display | None = None,
     if (space := DiskWatch(existing)).low(now=True):  # before anything is written
         raise space.start_error(run_dir)
     from plastic.core.planning.plan import plan_to_json, static_risk
-    from plastic.run.ec2 import job_store_setting
+    from plastic.run.job_store import job_store_setting
 
     # before anything is written: a job store AWS refuses is one line
     request = dataclasses.replace(request, run_id=run_id,
@@ -352,7 +347,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
         outputs = _outputs(stdout, request, run_dir, notes) if not cancelled and rc == 0 else None
         end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
         if request.job_store and request.job_store != FILE_JOB_STORE:
-            from plastic.run.ec2 import end_job_store
+            from plastic.run.job_store import end_job_store
 
             def note(text: str) -> None:
                 notes.append(text)
@@ -434,26 +429,13 @@ def resume(run_dir: Path, redis_url: str | None = None, display: Display | None 
             store.transition_run(run_id, RunState.RUNNING, expected=RunState.PLANNING, fields={"master": master})
         else:
             store.set_run_fields(run_id, {"master": master})  # a new local cluster has a new address
-        start = _job_store_start(request.job_store or FILE_JOB_STORE, run_dir)
+        start = resume_start(request.job_store or FILE_JOB_STORE, run_dir)
         display.note(f"resuming run {run_id}: {start.note}")
         return _run_toil(request, plan, lowered, run_dir, run_id, redis, master, local_agents, lease,
                          notes, display, on_started, restart=start.restart, adopt_s=adopt_s,
                          started_at=saved.get("started_at"))
     finally:
         _stop_all(cleanups)
-
-
-def _job_store_start(job_store: str, run_dir: Path) -> Any:
-    """How a resume starts Toil on the run's job store: --restart, or anew (what Toil had made removed)."""
-    if job_store != FILE_JOB_STORE:
-        from plastic.run.ec2 import job_store_start
-
-        return job_store_start(job_store)
-    path = run_dir / FILE_JOB_STORE_DIR
-    start = toil_start(jobstore_initialized(path), path.exists())
-    if start.wipe:
-        shutil.rmtree(path)
-    return start
 
 
 def _stop_all(cleanups: list[Callable[[], None]]) -> None:

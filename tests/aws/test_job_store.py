@@ -12,7 +12,7 @@ from plastic.aws import cloud, job_store
 from plastic.aws.ec2_cloud import Aws
 from plastic.core.errors import InputError
 from plastic.core.naming import is_job_store_name
-from plastic.run import ec2 as run_ec2
+from plastic.run import job_store as run_job_store
 from tests.aws.helpers import POLICY, REGION, allowed, take_toils_encryption_rule
 
 
@@ -34,13 +34,13 @@ def toil_made(store: job_store.S3JobStore, run_id: str, monkeypatch, *, root: bo
 
 
 def test_the_run_gets_one_valid_bucket_name_per_account_and_region(aws):
-    a = run_ec2.job_store_setting("s3", None, "Lab_Run.7")
-    assert a == run_ec2.job_store_setting("s3", None, "Lab_Run.7")  # found again by `cloud down`
+    a = run_job_store.job_store_setting("s3", None, "Lab_Run.7")
+    assert a == run_job_store.job_store_setting("s3", None, "Lab_Run.7")  # found again by `cloud down`
     region, name = a.removeprefix("aws:").split(":")
     assert region == REGION and is_job_store_name(name) and name.startswith("plastic-lab-run-7-")
-    assert run_ec2.job_store_setting("s3", None, "other") != a
-    assert run_ec2.job_store_setting("", None, "x") == "file"  # a local cluster: the run directory
-    assert run_ec2.job_store_setting("aws:eu-west-1:my-own-store", None, "x") == "aws:eu-west-1:my-own-store"
+    assert run_job_store.job_store_setting("s3", None, "other") != a
+    assert run_job_store.job_store_setting("", None, "x") == "file"  # a local cluster: the run directory
+    assert run_job_store.job_store_setting("aws:eu-west-1:my-own-store", None, "x") == "aws:eu-west-1:my-own-store"
 
 
 @pytest.mark.parametrize(("given", "words"), [("bogus", "file, s3 or aws:REGION:NAME"),
@@ -49,7 +49,7 @@ def test_the_run_gets_one_valid_bucket_name_per_account_and_region(aws):
                                               ("aws:us-east-1", "aws:REGION:NAME")])
 def test_a_bad_job_store_is_one_line_naming_it(aws, given, words):
     with pytest.raises(InputError) as err:
-        run_ec2.job_store_setting(given, None, "r1")
+        run_job_store.job_store_setting(given, None, "r1")
     assert words in str(err.value) and err.value.field == "--job-store" and "\n" not in str(err.value)
 
 
@@ -78,15 +78,15 @@ def test_what_a_resume_finds_and_does(toil_rule, monkeypatch):
     aws = Aws.connect(None)
     store = job_store.for_run(aws, "r2")
     assert job_store.state(aws, store) == job_store.JobStoreState(False, False)
-    start = run_ec2.job_store_start(store.locator)
+    start = run_job_store.job_store_start(store.locator)
     assert not start.restart and not start.wipe  # nothing there: Toil starts anew
     toil_made(store, "r2", monkeypatch, root=False)  # killed before Toil saved the workflow
     assert job_store.state(aws, store) == job_store.JobStoreState(True, False)
-    start = run_ec2.job_store_start(store.locator)
+    start = run_job_store.job_store_start(store.locator)
     assert start.wipe and not job_store.state(aws, store).exists  # removed: Toil makes it again
     toil_made(store, "r2", monkeypatch)
     assert job_store.state(aws, store) == job_store.JobStoreState(True, True)
-    assert run_ec2.job_store_start(store.locator).restart and job_store.state(aws, store).exists
+    assert run_job_store.job_store_start(store.locator).restart and job_store.state(aws, store).exists
 
 
 def test_the_end_of_a_run_keeps_a_failed_runs_store_and_cloud_down_removes_it(toil_rule, monkeypatch):
@@ -100,7 +100,7 @@ def test_the_end_of_a_run_keeps_a_failed_runs_store_and_cloud_down_removes_it(to
         s3.put_object(Bucket=store.bucket, Key=f"files/{i}", Body=b"x")
     s3.create_multipart_upload(Bucket=store.bucket, Key="files/killed-mid-upload")  # a killed worker's
     notes: list[str] = []
-    run_ec2.end_job_store(store.locator, "r3", False, notes.append)
+    run_job_store.end_job_store(store.locator, "r3", False, notes.append)
     assert job_store.state(aws, store).exists
     assert len(notes) == 1 and store.bucket in notes[0] and "plastic cloud down r3" in notes[0]
     # a bucket named as the run's but tagged with another run, and another run's: left alone
@@ -124,10 +124,10 @@ def test_the_end_of_a_successful_run_removes_a_bucket_toil_left(toil_rule, monke
     aws = Aws.connect(None)
     store = job_store.for_run(aws, "r5")
     notes: list[str] = []
-    run_ec2.end_job_store(store.locator, "r5", True, notes.append)  # Toil removed it: nothing to say
+    run_job_store.end_job_store(store.locator, "r5", True, notes.append)  # Toil removed it: nothing to say
     assert notes == []
     toil_made(store, "r5", monkeypatch)
-    run_ec2.end_job_store(store.locator, "r5", True, notes.append)
+    run_job_store.end_job_store(store.locator, "r5", True, notes.append)
     assert not job_store.state(aws, store).exists and "removed" in notes[0]
 
 
