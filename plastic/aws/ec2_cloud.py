@@ -16,6 +16,7 @@ import hashlib
 import logging
 import re
 import string
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,8 +117,8 @@ def render_user_data(*, run_id: str, cluster: str, instance_type: str, market: M
     if any(c in url for c in "\n\r"):
         raise InputError("a Redis URL is one line", field="--redis")
     return string.Template(text).substitute(
-        REGISTRY_LOGIN=registry_login_snippet(), RUN_ID=run_id, CLUSTER=cluster, INSTANCE_TYPE=instance_type, MARKET=str(market),
-        PREEMPTIBLE="true" if market is Market.SPOT else "false", MASTER=master, REDIS=url,
+        REGISTRY_LOGIN=registry_login_snippet(), RUN_ID=run_id, CLUSTER=cluster, INSTANCE_TYPE=instance_type,
+        MARKET=str(market), PREEMPTIBLE="true" if market is Market.SPOT else "false", MASTER=master, REDIS=url,
         REDIS_CA_B64=base64.b64encode(ca_pem).decode(), AGENT_IMAGE=agent_image)
 
 
@@ -141,6 +142,8 @@ class Aws:
     dry_run: bool = False
     calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     _clients: dict[str, Any] = field(default_factory=dict)
+    _session: Any = None  # boto3's; each service's client is made at its first call (`client`)
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # boto3 makes clients one thread at a time
 
     @classmethod
     def connect(cls, region: str | None, *, dry_run: bool = False) -> Aws:
@@ -162,13 +165,7 @@ class Aws:
             if session.get_credentials() is None:
                 raise InputError("no AWS credentials (set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
                                  "AWS_SECRET_ACCESS_KEY, or run where an instance role applies)")
-            from botocore.config import Config
-
-            config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60)
-            for service in ("ec2", "sqs", "events", "s3", "sts"):
-                client = session.client(service, config=config)
-                client.meta.events.register("before-call", aws._recorder(service))
-                aws._clients[service] = client
+            aws._session = session
         return aws
 
     def _recorder(self, service: str):
@@ -178,7 +175,16 @@ class Aws:
         return record
 
     def client(self, service: str) -> Any:
-        return self._clients[service]
+        """The service's client, made at the first call (with every call recorded)."""
+        with self._lock:
+            if service not in self._clients:
+                from botocore.config import Config
+
+                config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60)
+                client = self._session.client(service, config=config)
+                client.meta.events.register("before-call", self._recorder(service))
+                self._clients[service] = client
+            return self._clients[service]
 
     def call(self, service: str, method: str, **params: Any) -> dict[str, Any]:
         """``client.method(**params)``; in a dry run: recorded as the operation it would be, answered {}."""
@@ -186,7 +192,7 @@ class Aws:
             op = "".join(part.capitalize() for part in method.split("_"))
             self.calls.append((service, op, params))
             return {}
-        return getattr(self._clients[service], method)(**params)
+        return getattr(self.client(service), method)(**params)
 
     def operations(self) -> list[str]:
         """Every call so far as IAM names it: ``ec2:CreateFleet``."""
