@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plastic.aws import control_plane, job_store
 from plastic.aws import ec2_cloud as ec2
-from plastic.aws import job_store
+from plastic.aws.control_plane import CLUSTER as CONTROL_PLANE
 from plastic.aws.ec2_cloud import Aws, NodeSettings
 from plastic.core.errors import InputError
 from plastic.core.model import Catalog, Market
@@ -92,7 +93,7 @@ def up(aws: Aws, run_id: str, orders: Sequence[ClusterOrder], catalog: Catalog, 
         settings = _with_control_plane(aws, run_id, group_id, settings, control_plane, secrets, res)
     res.queue_url = _spot_events(aws, run_id, res)
     live = [i for i in ec2.run_instances(aws, run_id)
-            if i.aws_state not in ec2.GONE_STATES and i.cluster != "control-plane"]
+            if i.aws_state not in ec2.GONE_STATES and i.cluster != CONTROL_PLANE]
     for i in live:
         res.already[i.cluster] = res.already.get(i.cluster, 0) + 1
     for order in still_missing(orders, res.already):
@@ -117,8 +118,6 @@ def _with_control_plane(aws: Aws, run_id: str, group_id: str, settings: NodeSett
                         secrets: Any, res: UpResult) -> NodeSettings:
     """The control plane found or made; the agents' settings pointed at it (its private address)."""
     import dataclasses
-
-    from plastic.aws import control_plane
 
     answer = control_plane.ensure(aws, run_id, group_id, plane_settings, secrets, image_id=settings.image_id,
                                   subnet=settings.subnet, key_name=settings.key_name,

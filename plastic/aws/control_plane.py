@@ -206,9 +206,7 @@ def health(url: str) -> str:
 
 def save_redis(url: str, path: Path) -> int:
     """Every key of the control plane's Redis, as DUMP gives it (restorable with RESTORE), with its
-    time to live, one JSON line each, into ``path`` (written whole or not at all); each ended run's
-    directory that the service kept there (plastic.service.archive) unpacked into runs/RUN_ID beside it.
-    Returns the count of keys."""
+    time to live, one JSON line each, into ``path`` (written whole or not at all); returns the count."""
     import json
 
     from plastic.store.embedded import open_url
@@ -222,8 +220,6 @@ def save_redis(url: str, path: Path) -> int:
                 continue
             lines.append(json.dumps({"key": base64.b64encode(key).decode(), "pttl_ms": client.pttl(key),
                                      "dump": base64.b64encode(dumped).decode()}))
-            if key.endswith(b":archive") and b":run:" in key:
-                _save_run_dir(key, client.get(key), path.parent / "runs")
     finally:
         client.close()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -232,11 +228,3 @@ def save_redis(url: str, path: Path) -> int:
         out.writelines(line + "\n" for line in lines)
     os.replace(part, path)
     return len(lines)
-
-
-def _save_run_dir(key: bytes, value: bytes | None, runs: Path) -> None:
-    from plastic.service.archive import unpack_run_dir
-
-    run_id = key.decode(errors="replace").rsplit(":run:", 1)[1].removesuffix(":archive")
-    if value is not None and "/" not in run_id and run_id not in ("", ".", ".."):
-        unpack_run_dir(base64.b64decode(value), runs / run_id)

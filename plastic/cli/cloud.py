@@ -291,6 +291,29 @@ def _save_control_plane(aws: Any, run_id: str, save_to: Path, redis_url: str | N
     save_to.mkdir(parents=True, exist_ok=True)
     count = control_plane.save_redis(redis_url, save_to / "redis-dump.jsonl")
     click.echo(f"saved {count} Redis key(s) into {save_to / 'redis-dump.jsonl'}")
+    runs = _save_run_dirs(redis_url, save_to / "runs")
+    click.echo(f"saved {runs} ended run(s)' directories into {save_to / 'runs'}")
+
+
+def _save_run_dirs(redis_url: str, into: Path) -> int:
+    """Each ended run's directory that the service kept in its Redis (plastic.service.archive), into
+    INTO/RUN_ID; returns how many."""
+    from plastic.service.archive import unpack_run_dir
+    from plastic.store import Store
+    from plastic.store.embedded import open_url
+
+    client = open_url(redis_url, option="--save-to")
+    try:
+        store = Store(client)
+        saved = 0
+        for run in store.list_runs():
+            archived = store.run_archive(run.id)
+            if archived is not None:
+                unpack_run_dir(archived, into / run.id)
+                saved += 1
+        return saved
+    finally:
+        client.close()
 
 
 def _shown(value: Any) -> Any:

@@ -54,6 +54,7 @@ from toil.batchSystems.abstractBatchSystem import (
 from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
 from toil.common import InconsistentConfigurationError
 
+from plastic.aws.job_store import is_s3_locator, secure
 from plastic.core.book.commands import JobStoreQuestion, ReportJobEnd
 from plastic.core.book.events import PriorTask
 from plastic.core.book.policy import resolve
@@ -403,7 +404,5 @@ class PlasticBatchSystem(BatchSystemCleanupSupport, AbstractScalableBatchSystem)
 
 def secure_job_store(locator: str | None) -> None:
     """An S3 job store's bucket made private and encrypted (plastic.aws.job_store); other kinds: nothing."""
-    if locator and str(locator).startswith("aws:"):
-        from plastic.aws.job_store import secure
-
+    if is_s3_locator(locator):
         secure(str(locator))

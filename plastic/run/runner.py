@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plastic.aws.job_store import is_s3_locator
 from plastic.core.account.progress import Progress
 from plastic.core.account.report import AgentSpan, KnownAgent, RunTally, price_agents
 from plastic.core.book.lifecycle import RunState
@@ -346,7 +347,7 @@ def _run_toil(request: RunRequest, plan: Plan, lowered: Any, run_dir: Path, run_
             notes.append(watch.disk.message(run_id))
         outputs = _outputs(stdout, request, run_dir, notes) if not cancelled and rc == 0 else None
         end = run_end(rc, cancelled=cancelled, out_of_space=out_of_space)
-        if request.job_store and request.job_store != FILE_JOB_STORE:
+        if is_s3_locator(request.job_store):
             from plastic.run.job_store import end_job_store
 
             def note(text: str) -> None:
