@@ -90,9 +90,9 @@ def render_start_script(*, run_id: str, secrets: ControlPlaneSecrets, settings: 
                             source=str(START_SCRIPT)) from None
     b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
     return string.Template(text).substitute(
-        REGISTRY_LOGIN=registry_login_snippet(), RUN_ID=run_id, REGION=region, AOF_DEVICE=AOF_DEVICE, REDIS_PORT=REDIS_PORT, MESOS_PORT=MESOS_PORT,
-        ZOOKEEPER_PORT=ZOOKEEPER_PORT, REDIS_PASSWORD=secrets.password, CA_PEM_B64=b64(secrets.ca_pem),
-        SERVER_PEM_B64=b64(secrets.server_pem), SERVER_KEY_B64=b64(secrets.server_key_pem),
+        REGISTRY_LOGIN=registry_login_snippet(), RUN_ID=run_id, REGION=region, AOF_DEVICE=AOF_DEVICE,
+        REDIS_PORT=REDIS_PORT, MESOS_PORT=MESOS_PORT, ZOOKEEPER_PORT=ZOOKEEPER_PORT, REDIS_PASSWORD=secrets.password,
+        CA_PEM_B64=b64(secrets.ca_pem), SERVER_PEM_B64=b64(secrets.server_pem), SERVER_KEY_B64=b64(secrets.server_key_pem),
         **{key: settings.image(name) for key, name in IMAGES.items()})
 
 
@@ -130,11 +130,10 @@ def _create(aws: Aws, run_id: str, group_id: str, settings: ControlPlaneSettings
         "BlockDeviceMappings": [{"DeviceName": AOF_DEVICE, "Ebs": {
             "VolumeSize": settings.volume_gib, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True}}],
         "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}, {"ResourceType": "volume", "Tags": tags}],
+        "SecurityGroupIds": [group_id],
     }
     if subnet:
-        params["SubnetId"], params["SecurityGroupIds"] = subnet, [group_id]
-    else:
-        params["SecurityGroupIds"] = [group_id]
+        params["SubnetId"] = subnet
     if key_name:
         params["KeyName"] = key_name
     if instance_profile:

@@ -51,7 +51,7 @@ def load_or_make(run_id: str) -> ControlPlaneSecrets:
     if where.exists() and any((where / name).exists() for name in FILES):
         raise InputError("holds part of a control plane's secrets only; remove it or put the rest back",
                          source=str(where))
-    return _make(where)
+    return make_in(where)
 
 
 def _read(where: Path) -> ControlPlaneSecrets:
@@ -64,7 +64,8 @@ def _read(where: Path) -> ControlPlaneSecrets:
                          source=str(where)) from None
 
 
-def _make(where: Path) -> ControlPlaneSecrets:
+def make_in(where: Path) -> ControlPlaneSecrets:
+    """New secrets, written into ``where`` (a dry run's: a directory it throws away)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec

@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from plastic.aws.ec2_cloud import MANAGED_BY, TAG_MANAGED, TAG_RUN, Aws
+from plastic.aws.ec2_cloud import TAG_RUN, Aws, tag_list
 from plastic.aws.session import describe, error_code
 from plastic.core.errors import InputError, ProviderError
 from plastic.core.naming import (
@@ -80,7 +80,7 @@ def for_run(aws: Aws, run_id: str) -> S3JobStore:
 
 def toil_tags(run_id: str) -> str:
     """``TOIL_AWS_TAGS`` for the leader: the run's tags, as every resource of the run carries them."""
-    return json.dumps({TAG_RUN: run_id, TAG_MANAGED: MANAGED_BY})
+    return json.dumps({t["Key"]: t["Value"] for t in tag_list(run_id)})
 
 
 def harden(aws: Aws, store: S3JobStore) -> None:

@@ -110,7 +110,7 @@ def cloud_up(ctx: click.Context, plan_path: str, run_id: str, region: str | None
     if res.queue_url:
         click.echo(f"spot events: plastic sqs-watch --queue-url {res.queue_url} --region {res.region}")
     if res.control_plane is not None:
-        _show_control_plane(run_id, res.control_plane, bool(allow_from))
+        _show_control_plane(run_id, res.control_plane, secrets, bool(allow_from))
     click.echo(f"plastic cloud up: {len(aws.calls)} API call(s) in {time.monotonic() - t0:.1f} s", err=True)
 
 
@@ -136,34 +136,22 @@ def _control_plane_settings(ctx: click.Context, wanted: bool, instance_type: str
 @contextlib.contextmanager
 def _secrets(run_id: str, wanted: bool, dry_run: bool):
     """The control plane's secrets (plastic.aws.control_plane_secrets): the run's, or a dry run's thrown away."""
-    if not wanted:
-        yield None
-        return
     from plastic.aws import control_plane_secrets
 
-    if not dry_run:
+    if not wanted:
+        yield None
+    elif not dry_run:
         yield control_plane_secrets.load_or_make(run_id)
-        return
-    import os
-    import tempfile
+    else:
+        import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="plastic-dry-run-") as tmp:
-        old = os.environ.get("PLASTIC_HOME")
-        os.environ["PLASTIC_HOME"] = tmp
-        try:
-            yield control_plane_secrets.load_or_make(run_id)
-        finally:
-            if old is None:
-                os.environ.pop("PLASTIC_HOME", None)
-            else:
-                os.environ["PLASTIC_HOME"] = old
+        with tempfile.TemporaryDirectory(prefix="plastic-dry-run-") as tmp:
+            yield control_plane_secrets.make_in(Path(tmp) / run_id)
 
 
-def _show_control_plane(run_id: str, plane: Any, reachable: bool) -> None:
-    from plastic.aws.control_plane_secrets import load_or_make
+def _show_control_plane(run_id: str, plane: Any, secrets: Any, reachable: bool) -> None:
     from plastic.store.urls import redact
 
-    secrets = load_or_make(run_id)
     click.echo(f"control plane {plane.instance_id}: private {plane.private_ip}, public {plane.public_ip or '-'}; "
                f"master {plane.master_url()}; Redis {redact(plane.redis_url(secrets))}")
     click.echo(f"its password and CA are in {secrets.directory} (this machine only)")
@@ -229,18 +217,27 @@ def _status_control_plane(run_id: str, region: str | None) -> None:
 def cloud_redis_url(run_id: str, region: str | None, private: bool) -> None:
     """The control plane's Redis URL, password and CA file included, for --redis or PLASTIC_REDIS_URL:
     export PLASTIC_REDIS_URL="$(plastic cloud redis-url RUN_ID)"."""
-    from plastic.aws import control_plane
-    from plastic.aws.control_plane_secrets import load_or_make, secrets_dir
     from plastic.aws.ec2_cloud import Aws, check_run_id
-    from plastic.core.errors import InputError
 
     check_run_id(run_id)
-    plane = control_plane.find(Aws.connect(region), run_id)
+    click.echo(_plane_url(Aws.connect(region), run_id, private=private))
+
+
+def _plane_url(aws: Any, run_id: str, *, private: bool = False, field: str | None = None, hint: str = "") -> str:
+    """The URL of the run's live control plane's Redis from this machine (plastic.aws.control_plane.reach_url);
+    InputError when the run has none, or when its secrets are not on this machine."""
+    from plastic.aws import control_plane
+    from plastic.aws.control_plane_secrets import load_or_make, secrets_dir
+    from plastic.core.errors import InputError
+
+    plane = control_plane.find(aws, run_id)
     if plane is None:
-        raise InputError("the run has no live control plane (plastic cloud up --control-plane)", source=run_id)
+        raise InputError("the run has no live control plane (plastic cloud up --control-plane)", source=run_id,
+                         field=field)
     if not secrets_dir(run_id).is_dir():
-        raise InputError("its password and CA are not on this machine", source=str(secrets_dir(run_id)))
-    click.echo(control_plane.reach_url(plane, load_or_make(run_id), private=private))
+        raise InputError(f"its password and CA are not on this machine{hint}", source=str(secrets_dir(run_id)),
+                         field=field)
+    return control_plane.reach_url(plane, load_or_make(run_id), private=private)
 
 
 @cloud_group.command("down", short_help="Remove everything tagged with the run.")
@@ -277,17 +274,9 @@ def cloud_down(run_id: str, region: str | None, wait_seconds: float, save_to: Pa
 def _save_control_plane(aws: Any, run_id: str, save_to: Path, redis_url: str | None) -> None:
     """The control plane's Redis saved before anything goes (InputError, nothing removed, when it cannot be)."""
     from plastic.aws import control_plane
-    from plastic.aws.control_plane_secrets import load_or_make, secrets_dir
-    from plastic.core.errors import InputError
 
     if redis_url is None:
-        plane = control_plane.find(aws, run_id)
-        if plane is None:
-            raise InputError("the run has no live control plane to save", source=run_id, field="--save-to")
-        if not secrets_dir(run_id).is_dir():
-            raise InputError("its password and CA are not on this machine: give --redis",
-                             source=str(secrets_dir(run_id)), field="--save-to")
-        redis_url = control_plane.reach_url(plane, load_or_make(run_id))
+        redis_url = _plane_url(aws, run_id, field="--save-to", hint=": give --redis")
     save_to.mkdir(parents=True, exist_ok=True)
     count = control_plane.save_redis(redis_url, save_to / "redis-dump.jsonl")
     click.echo(f"saved {count} Redis key(s) into {save_to / 'redis-dump.jsonl'}")

@@ -5,6 +5,7 @@
     notice_seconds_option        --notice-seconds: the warning a spot interruption gives
     catalog_option               --catalog FILE: an instance catalog
     URL                          the metavar of every option that takes a URL
+    outdir_settings              --outdir: a directory, or s3://BUCKET/PREFIX
 
 Kept light (click and plastic.core only): every command module imports it.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -78,3 +80,17 @@ def notice_seconds_option(help: str) -> Callable[[Any], Any]:
 def catalog_option(help: str) -> Callable[[Any], Any]:
     """``--catalog FILE`` as the ``catalog_path`` parameter: an existing file (click says so in one line)."""
     return click.option("--catalog", "catalog_path", type=click.Path(exists=True, dir_okay=False), help=help)
+
+
+def outdir_settings(given: str) -> dict[str, object]:
+    """--outdir (`plastic run`, `submit`) as the run's settings: a directory (outdir), or an s3:// URL the
+    outputs go to (out_url)."""
+    if given.startswith("s3://"):
+        if not given.removeprefix("s3://").split("/", 1)[0]:
+            raise click.BadParameter("s3://BUCKET/PREFIX names a bucket", param_hint="--outdir")
+        return {"outdir": Path("."), "out_url": given}
+    if "://" in given:
+        raise click.BadParameter(f"{given}: a directory or s3://BUCKET/PREFIX", param_hint="--outdir")
+    if Path(given).is_file():
+        raise click.BadParameter(f"{given} is a file", param_hint="--outdir")
+    return {"outdir": Path(given)}

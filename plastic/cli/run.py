@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from plastic.cli.inputs import refuse_option
-from plastic.cli.options import URL, Seconds, catalog_option, notice_seconds_option
+from plastic.cli.options import URL, Seconds, catalog_option, notice_seconds_option, outdir_settings
 from plastic.cli.redis_opts import redis_options
 from plastic.core.book.notices import REBALANCE_MODES
 from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
@@ -131,7 +131,7 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], qui
     from plastic.cli.inputs import take_inputs
     from plastic.store import new_run_id
 
-    settings.update(_outdir(str(settings.pop("outdir"))))
+    settings.update(outdir_settings(str(settings.pop("outdir"))))
     run_id = str(settings.pop("run_id", None) or new_run_id())
     line = take_inputs(workflow, job, toil_args, run_id)  # inputs as flags become a job order; the rest: Toil's
     given = {name: value for name, value in settings.items() if value is not None}  # the rest: the defaults
@@ -150,19 +150,6 @@ ELASTIC_OPTIONS = ("max_nodes", "idle_s", "budget_usd_per_hour", "budget_usd", "
 def _flag(name: str) -> str:
     return "--" + {"idle_s": "idle-seconds", "boot_s": "boot-seconds",
                    "budget_usd_per_hour": "budget-per-hour"}.get(name, name.replace("_", "-"))
-
-
-def _outdir(given: str) -> dict[str, object]:
-    """--outdir as the run's settings: a directory (outdir), or an s3:// URL the outputs go to (out_url)."""
-    if given.startswith("s3://"):
-        if not given.removeprefix("s3://").split("/", 1)[0]:
-            raise click.BadParameter("s3://BUCKET/PREFIX names a bucket", param_hint="--outdir")
-        return {"outdir": Path("."), "out_url": given}
-    if "://" in given:
-        raise click.BadParameter(f"{given}: a directory or s3://BUCKET/PREFIX", param_hint="--outdir")
-    if Path(given).is_file():
-        raise click.BadParameter(f"{given} is a file", param_hint="--outdir")
-    return {"outdir": Path(given)}
 
 
 def _check_run_options(workflow: Path | None, toil_args: tuple[str, ...], resume_dir: Path | None,

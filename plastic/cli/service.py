@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from plastic.cli.inputs import refuse_option
-from plastic.cli.options import URL
+from plastic.cli.options import URL, outdir_settings
 from plastic.cli.redis_opts import redis_options
 from plastic.cli.redis_opts import redis_url as checked_url
 from plastic.core.book.lifecycle import TaskState
@@ -93,7 +93,6 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
 
     After WORKFLOW [JOB], as for `plastic run`: the workflow's inputs as flags and toil-cwl-runner's options."""
     from plastic.cli.inputs import take_inputs
-    from plastic.cli.run import _outdir
     from plastic.cwl.loader import load_cwl
     from plastic.service.service import submission_fields
     from plastic.service.shipment import is_local_redis, make_shipment
@@ -105,11 +104,10 @@ def submit(workflow: Path, job: Path | None, toil_args: tuple[str, ...], redis_u
     job, toil_args = line.job, line.toil_args
     with line.refused_as_bad_input():
         load_cwl(str(workflow), None if job is None else str(job))  # bad input fails here, not in the service
-    where = _outdir(outdir) if outdir is not None else {}
-    url = checked_url(redis_url, redis_ca) or os.environ.get("PLASTIC_REDIS_URL")
-    shipment = make_shipment(workflow, job) if (not is_local_redis(url) if ship is None else ship) else None
+    where = outdir_settings(outdir) if outdir is not None else {}
     store, conn = _store(redis_url, redis_ca)
     try:
+        shipment = make_shipment(workflow, job) if (not is_local_redis(conn.url) if ship is None else ship) else None
         fields = submission_fields(workflow, job, where.get("outdir"), toil_args, executor,  # type: ignore[arg-type]
                                    out_url=where.get("out_url"), shipped=shipment is not None)  # type: ignore[arg-type]
         with store.pipeline() as pipe:

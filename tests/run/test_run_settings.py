@@ -90,11 +90,11 @@ def test_the_command_line_of_the_settings_gives_them_back(tmp_path):
     request = dataclasses.replace(_everything_set(tmp_path), ec2=None, plan_path=None, redis_url=None)
     args = run_args(request)
     assert args[:2] == [str(request.workflow), str(request.job)] and args[-3:] == ["--", "--retryCount", "2"]
-    from plastic.cli.run import _outdir
+    from plastic.cli.options import outdir_settings
 
     with click.Context(run_command) as ctx:
         params = run_command.make_context("run", list(args), parent=ctx).params
-    params.update(_outdir(params["outdir"]))  # --outdir s3://...: the outputs' URL (the local outdir unused)
+    params.update(outdir_settings(params["outdir"]))  # --outdir s3://...: the outputs' URL (the local outdir unused)
     assert params["out_url"] == request.out_url
     for f in dataclasses.fields(RunRequest):
         if f.name in ("workflow", "job", "toil_args", "ec2", "plan_path", "redis_url", "outdir"):
