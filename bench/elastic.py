@@ -45,13 +45,15 @@ from plastic.core.elastic.model import (  # noqa: E402
     NodeView,
     WaitingTask,
 )
+from plastic.core.elastic.spread import spread_summary  # noqa: E402
 from plastic.core.model import Resources, node_shapes  # noqa: E402
 from plastic.core.planning.sizing import plan_workload  # noqa: E402
 from plastic.traces import load_trace  # noqa: E402
 
 POLICIES = ("static", "elastic", "reactive", "cold")
 # rows printed: the policies and the elastic controller without runtime estimates (no forecast)
-ROWS = ("static", "elastic", "no-dag", "no-est", "reactive", "cold")
+ROWS = ("static", "elastic", "no-dag", "no-est", "no-spread", "reactive", "cold")
+EXTRA = ("no-spread",)
 AVOIDABLE_SHARE = 0.5  # elastic may pay at most this share of what static pays above the floor
 TARGET_MAKESPAN_RATIO = 1.1
 TARGET_DECISION_MS = 20.0
@@ -73,10 +75,12 @@ def run_trace(path: Path, seeds: int, rate: float, boot_s: float, estimate_facto
     variants = [("static", None, None), ("elastic", 0.5, boot_s), ("no-dag", 0.5, boot_s), ("no-est", 0.5, 0.0),
                 ("reactive", None, None), ("cold", None, None)]
     variants += [(f"elastic-w{w:g}", w, boot_s) for w in BAND_WEIGHTS]
+    variants += [(v, 0.5, boot_s) for v in EXTRA]
     for name, weight, lead_s in variants:
         policy = "elastic" if weight is not None else "reactive-cold" if name == "cold" else name
         kw = {} if weight is None else {"elastic_policy": ElasticPolicy(band_weight=weight, lead_s=lead_s),
-                                        "forecast_dag": name != "no-dag"}
+                                        "forecast_dag": name != "no-dag",
+                                        "spreads": name != "no-spread"}
         for label, r in (("calm", 0.0), ("interrupted", rate)):
             results = [simulate(workload.tasks, plan, shapes, policy, seed=seed, rate_per_hour=r, boot_s=boot_s,
                                 estimate_factor=estimate_factor, **kw)
@@ -201,9 +205,15 @@ def decision_time(repeats: int = 50) -> dict:
               for n in nodes),
         tuple(WaitingTask(f"e{i}", Resources(*common[i % 5]), False, due_in_s=rng.uniform(0, 60),
                           runtime_s=float(rng.randint(10, 300))) for i in range(200)))
+    # and with the five groups' steps spreading (10 s to about 3,000 s each), so that spread sizing decides
+    spread = replace(ahead, queued=tuple(replace(t, step=f"s{i % 5}") if i < 900 else t
+                                         for i, t in enumerate(ahead.queued)),
+                     spreads=tuple((f"s{k}", spread_summary(10.0 * 1.33 ** (j + k) for j in range(20)))
+                                   for k in range(5)))
     out = {}
     for label, observation, lead_s in (("no estimates", ClusterObserved(queued, nodes), 0.0),
-                                       ("with estimates, lead 60 s, 200 expected", ahead, 60.0)):
+                                       ("with estimates, lead 60 s, 200 expected", ahead, 60.0),
+                                       ("with estimates and 5 steps' runtime spreads", spread, 60.0)):
         times = []
         for _ in range(repeats):
             controller = ElasticController(shapes, ElasticPolicy(max_nodes=500, lead_s=lead_s))

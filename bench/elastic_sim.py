@@ -34,6 +34,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -53,6 +54,7 @@ from plastic.core.elastic.model import (
     WaitingTask,
 )
 from plastic.core.elastic.packing import BAND_RISK, UNKNOWN_BAND_RISK
+from plastic.core.elastic.spread import plan_spreads, sized_by_spread
 from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
 from plastic.core.planning.plan import Plan
 
@@ -155,7 +157,7 @@ class Simulation:
                  seed: int = 1, rate_per_hour: float = 0.0, boot_s: float = 60.0, look_s: float = 5.0,
                  reactive_idle_s: float = 600.0, elastic_policy: ElasticPolicy | None = None,
                  horizon_s: float = 7 * 86400.0, estimate_factor: float = 1.0,
-                 forecast_dag: bool = True, wake_s: float = 1.0):
+                 forecast_dag: bool = True, wake_s: float = 1.0, spreads: bool = True):
         self.policy = policy
         self.shapes = list(shapes)
         self.by_name = {(s.instance_type.name, s.market): s for s in self.shapes}
@@ -187,8 +189,12 @@ class Simulation:
             planned = tuple(plan.nodes)
         elif policy == "reactive-cold":  # Toil's scaler as users start it: no workers, the reliable node only
             planned = tuple(n for n in plan.nodes if n.market is Market.ON_DEMAND)[:1]
-        else:
-            planned = starting_nodes(plan.nodes, plan.tasks)
+        else:  # the plan's first wave, but for the nodes of steps whose runtimes spread (the controller's)
+            later = (sized_by_spread(tasks, shapes, elastic_policy or ElasticPolicy(), trace_step) if spreads
+                     else frozenset())
+            planned = starting_nodes(plan.nodes, plan.tasks, later)
+        # each step's runtimes as the shell knows them before the run has its own: the plan's (the trace's)
+        self.spreads = plan_spreads(tasks, trace_step) if spreads else ()
         for n in planned:
             self._buy(self.by_name[(n.instance_type, n.market)], n.cluster)
         names = {(n.instance_type, n.market): n.cluster for n in plan.nodes}
@@ -373,7 +379,8 @@ class Simulation:
     def _waiting(self, t: SimTask, due_in_s: float = 0.0) -> WaitingTask:
         estimate = self._estimate_s(t) if self.controller.policy.lead_s > 0 else None
         return WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
-                           self.now - t.queued_at if t.state == "queued" else 0.0, due_in_s, estimate)
+                           self.now - t.queued_at if t.state == "queued" else 0.0, due_in_s, estimate,
+                           trace_step(t.spec.id) if self.spreads else None)
 
     def _elastic(self) -> None:
         queued = tuple(self._waiting(t) for t in self.tasks.values() if t.state == "queued")
@@ -382,7 +389,7 @@ class Simulation:
             views = tuple(replace(v, task_ends=tuple(
                 (self.tasks[i].started_at + self._estimate_s(self.tasks[i]), self.tasks[i].spec.demand)
                 for i in sorted(self.nodes[v.node_id].tasks))) for v in views)
-        out = self.controller.handle(ClusterObserved(queued, views, self._expected(views)), self.now)
+        out = self.controller.handle(ClusterObserved(queued, views, self._expected(views), self.spreads), self.now)
         for o in out:
             if isinstance(o, CreateNodes):
                 shape = self.by_name[(o.instance_type, o.market)]
@@ -457,6 +464,11 @@ class Simulation:
         hours = sum(max((n.ended_at or end) - n.created_at, 0.0) for n in self.nodes.values()) / 3600.0
         return SimResult(self.policy, self.rate_per_hour > 0, usd, end, hours, self.done / max(len(self.tasks), 1),
                          self.interruptions, self.preemptions, self.peak, len(self.nodes), spend)
+
+
+def trace_step(task_id: str) -> str:
+    """A WfCommons task's step: its name without its number ("fasterq-dump_ID0000003", "mProject_00000002")."""
+    return re.sub(r"_(ID)?\d+$", "", task_id)
 
 
 def simulate(tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, **kw) -> SimResult:

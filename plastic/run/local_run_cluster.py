@@ -16,7 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plastic.catalogs import load_catalog
 from plastic.core.elastic.controller import starting_nodes
+from plastic.core.elastic.model import ElasticPolicy
+from plastic.core.elastic.spread import sized_by_spread
+from plastic.core.model import node_shapes
 from plastic.core.planning.local_shape import LocalShape, local_shape
 from plastic.core.planning.plan import Plan
 from plastic.fileio import write_atomically
@@ -65,6 +69,15 @@ def follow_new_agents(cluster: Any) -> None:
     watchers.add([n for n in nodes if n.get("state") in ("ready", "draining")])  # draining: a notice is up
 
 
+def _sized_later(request: RunRequest, plan: Plan) -> frozenset[str]:
+    """The plan's first-wave tasks whose nodes the elastic controller sizes itself (their runtimes spread:
+    plastic.core.elastic.spread), with the batch system's policy: a boot of --boot-seconds looked ahead."""
+    if request.boot_s <= 0:
+        return frozenset()
+    shapes = node_shapes(load_catalog(request.catalog_path))
+    return sized_by_spread(plan.tasks, shapes, ElasticPolicy(lead_s=request.boot_s))
+
+
 def start_cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str],
                   display: Display, cleanups: list[Callable[[], None]], *,
                   attach: bool = False) -> tuple[str, list[Any], Any]:
@@ -85,7 +98,7 @@ def start_cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str
             cluster = None
     if cluster is None:
         cpus, ram = machine_size()
-        nodes = starting_nodes(plan.nodes, plan.tasks) if request.elastic else plan.nodes
+        nodes = starting_nodes(plan.nodes, plan.tasks, _sized_later(request, plan)) if request.elastic else plan.nodes
         shape = local_shape(nodes, machine_vcpus=cpus, machine_ram_mib=ram, max_agents=request.max_agents)
         if request.elastic:
             notes.append(f"elastic cluster: starts with {len(shape.nodes)} of the plan's {len(plan.nodes)} node(s) "

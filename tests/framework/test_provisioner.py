@@ -203,6 +203,26 @@ def test_with_a_boot_lead_the_observation_carries_runtime_estimates():
             assert queued.runtime_s is None and view.task_ends == ()
 
 
+def test_a_step_whose_runtimes_spread_gets_small_nodes_through_the_provisioner():
+    """Looking a boot ahead, the jobs of a step carry it, and the step's tool's runtimes (the run's history)
+    give its spread: eighteen dumps of 100 or 2,000 s (two fit the idle core node) get 2-vCPU nodes, not a
+    16-vCPU one paid until its longest dump ends (plastic.core.elastic.spread); the same jobs with like
+    runtimes, one large node."""
+    bought = {}
+    for label, history in (("spread", [100.0] * 10 + [2000.0] * 10), ("like", [1000.0] * 20)):
+        fw, provider, prov, rec, clock, core = setup(ElasticPolicy(idle_s=30, lead_s=60.0))
+        fw.book.runtimes.loaded("dump", history)
+        for i in range(18):
+            fw.issue(f"d{i}", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE, tool="dump", step="dump")
+        clock.t += 5
+        prov.tick()
+        creates = [c for name, c in provider.calls if name == "create"][1:]
+        bought[label] = sorted((c.instance_type, c.count) for c in creates)
+        assert all(c.market is Market.SPOT for c in creates)
+    assert bought["spread"] == [("c5.large", 8)]
+    assert bought["like"] == [("c5.4xlarge", 1)]
+
+
 def test_the_plan_s_first_wave_keeps_its_nodes_until_the_leader_issues_it():
     """Looking a boot ahead, the run's spot node is up and idle while the Toil leader has issued nothing
     yet (a slow start): the plan's first wave is expected work, so the node is kept.  The leader issues

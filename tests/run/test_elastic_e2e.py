@@ -110,6 +110,31 @@ def test_interrupted_spot_nodes_are_replaced_and_idle_nodes_released(tmp_path):
     assert replayed.answers >= len(res.of("node_created")) and replayed.decisions >= len(res.of("node_released"))
 
 
+def test_a_first_wave_whose_runtimes_spread_is_sized_by_the_controller_on_small_nodes(tmp_path):
+    """The plan (`plastic plan` of the example) carries the splits' runtimes, half 1 s and half 40 s: a
+    16-vCPU node of splits would be paid until its longest ended.  Looking a boot ahead (--boot-seconds),
+    the run starts with the plan's on-demand node only and the controller buys the splits' nodes itself,
+    2-vCPU ones (plastic.core.elastic.spread); the run's outputs are right and its log replays."""
+    plan_path = tmp_path / "plan.json"
+    made = subprocess.run([sys.executable, "-m", "plastic", "plan", str(REPO / "cwl-examples/scatter-gather/"
+                           "scatter-gather.cwl"), str(REPO / "cwl-examples/scatter-gather/job.yml"), "--format",
+                           "json", "-o", str(plan_path)], capture_output=True, text=True, check=False)
+    assert made.returncode == 0, made.stderr
+    plan = json.loads(plan_path.read_text())
+    for task in plan["tasks"]:
+        if task["id"].startswith("split["):
+            task["runtime_s"] = 1.0 if int(task["id"][6:-1]) % 2 else 40.0
+    plan_path.write_text(json.dumps(plan))
+    res = plastic_run(tmp_path, "scatter-gather", "--plan", str(plan_path), "--boot-seconds", "2", *FAST)
+    check_outputs(res, tmp_path, "scatter-gather")
+    assert "starts with 1 of the plan's 5 node(s)" in res.stderr, res.stderr[-3000:]
+    requested = decisions(tmp_path, "node_requested")
+    by_spread = [d for d in requested if d["detail"].endswith("a node, by their runtimes' spread")]
+    assert by_spread and {d["instance_type"] for d in by_spread} <= {"c5.large", "m5.large"}, requested
+    assert sum(d["count"] for d in by_spread) >= 5  # ten splits (two fit the core node), two a node
+    assert_replays(tmp_path / "run")
+
+
 def test_the_whole_run_budget_stops_growth_and_says_so_once(tmp_path):
     res = plastic_run(tmp_path, "dynamic-scatter", "--budget-usd", "0.0005", *FAST)
     check_outputs(res, tmp_path, "dynamic-scatter")  # the core node runs everything

@@ -35,6 +35,10 @@ class RuntimeHistory:
         values = self.by_tool.get(tool, ())
         return percentile(values, self.q) if len(values) >= self.min_samples else None
 
+    def values(self, tool: str | None) -> tuple[float, ...]:
+        """What is known of the tool's runtimes (newest first)."""
+        return tuple(self.by_tool.get(tool, ())) if tool else ()
+
     def first_sight(self, tool: str | None) -> bool:
         """True the first time a tool is seen (its recorded history is then worth loading)."""
         if not tool or tool in self.by_tool:

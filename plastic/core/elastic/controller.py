@@ -81,6 +81,7 @@ from plastic.core.elastic.packing import (
     tasks_of,
     weighted_shapes,
 )
+from plastic.core.elastic.spread import spread_packed
 from plastic.core.model import Market, NodeShape, TaskSpec, type_allowed
 from plastic.core.naming import cluster_name
 from plastic.core.planning.packing import PackedNode, ShapeMenu
@@ -126,6 +127,8 @@ class ElasticController:
         self.created: set[str] = set()  # nodes this controller asked for
         self.binding: set[str] = set()
         self.expected_ids: frozenset[str] = frozenset()  # expected tasks counted at this observation
+        self.spreads: dict[str, tuple[float, ...]] = {}  # this observation's runtime spreads, by step
+        self.spread_sized: frozenset[str] = frozenset()  # tasks whose nodes this look sized by spread
 
     # ------------------------------------------------------------ entry point
 
@@ -169,7 +172,8 @@ class ElasticController:
                     and n.node_id not in self.cordoned and n.node_id not in self.terminated]
         capacity += self._requested_nodes(now)
         left_tasks, given, needed = fit_ahead(obs.queued, obs.expected, capacity, now, self.policy.lead_s)
-        left = group_tasks(left_tasks)
+        self.spreads = dict(obs.spreads) if self.policy.lead_s > 0 else {}
+        left = group_tasks(left_tasks, frozenset(self.spreads))
         queued_ids = {t.task_id for t in obs.queued}
         self.expected_ids = frozenset(t.task_id for t in left_tasks if t.task_id not in queued_ids)
         self._grow(nodes, capacity, left, now, out)
@@ -275,10 +279,10 @@ class ElasticController:
         weighted = weighted_shapes(shapes, self.policy.band_weight)
         menu = ShapeMenu(weighted)
         held = [g for g in left if menu.holding(task_of(g))]  # the rest no shape holds: the book says so
-        if sum(len(g.task_ids) for g in held) > PLAN_TASKS_MAX:
-            planned = plan_groups(held, menu.shapes)
-        else:
-            planned = plan_nodes(tasks_of(held), menu.shapes)
+        spread, held = spread_packed(held, menu, self.spreads, self.policy.lead_s)
+        planned = spread + (plan_groups(held, menu.shapes) if sum(len(g.task_ids) for g in held) > PLAN_TASKS_MAX
+                            else plan_nodes(tasks_of(held), menu.shapes))
+        self.spread_sized = frozenset(t.id for p in spread for t in p.tasks)
         if not any(n.reliable for n in capacity) and not any(p.shape.reliable for p in planned):
             floor = next((s for s in menu.shapes if s.reliable), None)
             if floor is not None:
@@ -363,6 +367,8 @@ class ElasticController:
                                                    "fit no node")
             else:
                 reason, detail = "queued_work", f"{len(ids)} queued task(s) fit no node"
+            if ids and self.spread_sized.issuperset(ids):
+                detail += f"; {max(len(t) for _, t in items)} a node, by their runtimes' spread"
             req = _Request(self.next_request, shape, len(items), now)
             self.next_request += 1
             self.requests[req.request] = req
@@ -402,12 +408,16 @@ class ElasticController:
 
 
 
-def starting_nodes(nodes: Sequence[PlannedNode], tasks: Sequence[TaskSpec]) -> tuple[PlannedNode, ...]:
+def starting_nodes(nodes: Sequence[PlannedNode], tasks: Sequence[TaskSpec],
+                   later: frozenset[str] = frozenset()) -> tuple[PlannedNode, ...]:
     """The planned nodes an elastic cluster starts with: the on-demand ones (at least one: the plan
-    always has one) and those planned for the first wave (tasks with no parent); the controller
-    grows the rest as the work comes."""
+    always has one) and those planned for the first wave (tasks with no parent), but not a spot node
+    that holds one of the tasks ``later`` names (tasks whose nodes the controller sizes itself, from
+    their runtimes' spread: plastic.core.elastic.spread.spreading_steps); the controller grows the rest
+    as the work comes."""
     first = {t.id for t in tasks if not t.parents}
-    chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND or first & set(n.task_ids))
+    chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND
+                   or (first & set(n.task_ids) and not later & set(n.task_ids)))
     if not any(n.market is Market.ON_DEMAND for n in chosen):
         chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND)[:1] + chosen
     return chosen or tuple(nodes)[:1]

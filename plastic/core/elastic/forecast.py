@@ -179,7 +179,7 @@ def plan_ahead(tasks: Sequence[TaskSpec], jobs_by_step: Mapping[str, Sequence[Ta
             given_up.add(t.id)
     due = _due_in_order(order, by_id, progress, now, lead_s, start_at)
     expected = tuple(WaitingTask(t.id, t.demand, t.preempt.max_preemptions == 0, t.instance_type, 0.0, due[t.id],
-                                 t.runtime_s)
+                                 t.runtime_s, step_of(t.id))
                      for t in tasks if t.id in due and t.id not in given_up)
     return PlanOutlook(expected, len(progress) + len(given_up) >= len(by_id))
 

@@ -21,6 +21,7 @@ from plastic.core.book.state import BookState
 from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.model import ClusterObserved, CreateRefused, ElasticPolicy, NodesCreated
 from plastic.core.elastic.observation import NodesListed, PlanAhead, observe, shapes_by_type
+from plastic.core.elastic.spread import plan_spreads
 from plastic.core.model import Market, NodeShape, TaskSpec
 
 
@@ -43,7 +44,8 @@ class ElasticMachine:
 
     def __init__(self, controller: ElasticController, ahead: PlanAhead = PlanAhead()):
         self.controller = controller
-        self.ahead = ahead
+        # each step's runtimes in the plan: the spread of a step whose tool the book has not met yet
+        self.ahead = replace(ahead, priors=ahead.priors or plan_spreads(ahead.tasks))
         self.shapes = shapes_by_type(controller.shapes)  # a node's capacity and price, by its type and market
         self.observed: ClusterObserved | None = None  # the last look's observation
 

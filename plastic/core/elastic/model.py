@@ -38,6 +38,7 @@ class WaitingTask:
     waited_s: float = 0.0
     due_in_s: float = 0.0  # an expected task (ClusterObserved.expected): queued in this many seconds
     runtime_s: float | None = None  # its estimate, when there is one (plastic.core.elastic.forecast)
+    step: str | None = None  # the plan step it is a task of: its runtimes' spread (ClusterObserved.spreads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,8 @@ class ClusterObserved:
     queued: tuple[WaitingTask, ...]
     nodes: tuple[NodeView, ...]
     expected: tuple[WaitingTask, ...] = ()  # not queued yet; forecast (plastic.core.elastic.forecast) by due_in_s
+    # per step, its runtimes as equally likely values (plastic.core.elastic.spread.spread_summary)
+    spreads: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from plastic.core.book.jobs import ENDED, LIVE, Job
 from plastic.core.book.state import BookState
 from plastic.core.elastic.forecast import Stage, TaskProgress, earliest_start, issued_by_step, plan_ahead
 from plastic.core.elastic.model import ClusterObserved, ElasticPolicy, NodeState, NodeView, WaitingTask
+from plastic.core.elastic.spread import Spreads, spread_summary
 from plastic.core.model import Market, NodeShape, Resources, TaskSpec
 from plastic.core.planning.plan import step_of
 
@@ -73,6 +74,7 @@ class PlanAhead:
 
     tasks: tuple[TaskSpec, ...] = ()
     started_at: float | None = None
+    priors: Spreads = ()  # each step's runtimes in the plan (plastic.core.elastic.spread.plan_spreads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,8 @@ def observe(book: BookState, listed: NodesListed, shapes: Shapes, policy: Elasti
     """The book's queue and the listed nodes at ``now`` (see the module docstring)."""
     looking = policy.lead_s > 0  # runtime estimates let the controller look a boot ahead
     queued = tuple(WaitingTask(j.job_id, j.demand, j.needs_reliable, j.instance_type, max(now - j.queued_at, 0.0),
-                               runtime_s=book.estimate(j.tool) if looking else None)
+                               runtime_s=book.estimate(j.tool) if looking else None,
+                               step=j.step if looking else None)
                    for j in book.queued())
     on_agent: dict[str, list[Job]] = {}
     for job in book.live():
@@ -120,9 +123,30 @@ def observe(book: BookState, listed: NodesListed, shapes: Shapes, policy: Elasti
         shape = shapes.get((node.instance_type, node.market))
         views.append(_view(book, node, agent_id, on_agent.get(agent_id or "", []), shape, now, looking))
     expected: tuple[WaitingTask, ...] = ()
+    spreads: Spreads = ()
     if looking:
         expected, ahead = _expected(book, policy, ahead, now, earliest_start(views, now, policy.lead_s))
-    return Observation(ClusterObserved(queued, tuple(views), expected), ahead)
+        spreads = _spreads(book, (*queued, *expected), ahead.priors)
+    return Observation(ClusterObserved(queued, tuple(views), expected, spreads), ahead)
+
+
+def _spreads(book: BookState, tasks: Iterable[WaitingTask], priors: Spreads) -> Spreads:
+    """The runtimes' spread of each step of these tasks: its tool's, as the book knows them (this run's
+    runtimes, then the recorded ones or the plan's), else the plan's runtimes of the step."""
+    steps = {t.step for t in tasks if t.step}
+    if not steps:
+        return ()
+    tools: dict[str, str] = {}
+    for job in book.jobs.values():
+        if job.step in steps and job.tool and job.step not in tools:
+            tools[job.step] = job.tool
+    prior = dict(priors)
+    out = []
+    for step in sorted(steps):
+        summary = spread_summary(book.runtimes.values(tools.get(step))) or prior.get(step, ())
+        if summary:
+            out.append((step, summary))
+    return tuple(out)
 
 
 def _expected(book: BookState, policy: ElasticPolicy, ahead: PlanAhead, now: float,
@@ -133,7 +157,7 @@ def _expected(book: BookState, policy: ElasticPolicy, ahead: PlanAhead, now: flo
     plan's runtimes."""
     started_at = ahead.started_at if ahead.started_at is not None else now
     if not ahead.tasks:
-        return (), PlanAhead((), started_at)
+        return (), replace(ahead, tasks=(), started_at=started_at)
     issued = [job for job in sorted(book.jobs.values(), key=lambda j: j.issued_at) if job.step is not None]
     by_step = issued_by_step((job.step, job.job_store_id, _progress(job)) for job in issued)
     estimates: dict[str, float] = {}
@@ -148,7 +172,7 @@ def _expected(book: BookState, policy: ElasticPolicy, ahead: PlanAhead, now: flo
     outlook = plan_ahead(tasks, by_step, now, max(started_at, leader_up_at), policy.idle_s, lead_s=policy.lead_s,
                          start_at=start_at)
     # settled for good: issued jobs and the time since their parents ended only grow
-    return outlook.expected, PlanAhead(() if outlook.settled else ahead.tasks, started_at)
+    return outlook.expected, replace(ahead, tasks=() if outlook.settled else ahead.tasks, started_at=started_at)
 
 
 def _state(book: BookState, node: NodeFact, agent_id: str | None) -> NodeState:

@@ -65,6 +65,7 @@ class Group:
     needs_reliable: bool
     instance_type: str | None
     task_ids: tuple[str, ...]
+    step: str | None = None  # the plan step of its tasks (grouped apart when their runtimes spread)
 
     @property
     def order(self) -> tuple:
@@ -72,12 +73,24 @@ class Group:
         return (not self.needs_reliable, -self.vcpus, -self.ram_mib, self.instance_type or "", self.task_ids[:1])
 
 
-def group_tasks(tasks: Iterable[WaitingTask]) -> list[Group]:
+def group_tasks(tasks: Iterable[WaitingTask], steps: frozenset[str] = frozenset()) -> list[Group]:
+    """Like tasks grouped; tasks of the ``steps`` named are grouped by step too (their runtimes spread)."""
     by_key: dict[tuple, list[str]] = {}
     for t in tasks:
-        by_key.setdefault((t.demand.vcpus, t.demand.ram_mib, t.needs_reliable, t.instance_type), []).append(t.task_id)
-    groups = [Group(c, r, rel, pin, tuple(sorted(ids))) for (c, r, rel, pin), ids in by_key.items()]
+        step = t.step if t.step in steps else None
+        by_key.setdefault((t.demand.vcpus, t.demand.ram_mib, t.needs_reliable, t.instance_type, step),
+                          []).append(t.task_id)
+    groups = [Group(c, r, rel, pin, tuple(sorted(ids)), step) for (c, r, rel, pin, step), ids in by_key.items()]
     return sorted(groups, key=lambda g: g.order)
+
+
+def merge_steps(groups: Iterable[Group]) -> list[Group]:
+    """Groups of like tasks again, whatever their steps (as `group_tasks` groups them without steps)."""
+    by_key: dict[tuple, list[str]] = {}
+    for g in groups:
+        by_key.setdefault((g.vcpus, g.ram_mib, g.needs_reliable, g.instance_type), []).extend(g.task_ids)
+    merged = [Group(c, r, rel, pin, tuple(sorted(ids))) for (c, r, rel, pin), ids in by_key.items()]
+    return sorted(merged, key=lambda g: g.order)
 
 
 @dataclass(slots=True)

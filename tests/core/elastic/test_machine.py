@@ -30,7 +30,8 @@ def test_the_logged_configuration_builds_the_same_machine():
                                    cluster_names={("m5.large", Market.SPOT): "burst"})
     machine = ElasticMachine(controller, PlanAhead(PLAN))
     started = machine.started(started_at=12.5)
-    assert machine.ahead == PlanAhead(PLAN, 12.5)
+    # the plan's runtimes of each step: the spread of a step whose tool the book has not met
+    assert machine.ahead == PlanAhead(PLAN, 12.5, (("sort", (30.0,)), ("split", (10.0,))))
     again = ElasticMachine.of(through_the_log(started))
     assert again.started() == started
     assert again.controller.shapes == controller.shapes

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.book.events import AgentLost, AgentSeen, NoticeReceived
+from plastic.core.book.events import AgentLost, AgentSeen, NoticeReceived, RuntimeHistoryLoaded
 from plastic.core.book.placement import AgentInfo
 from plastic.core.elastic.model import ElasticPolicy, NodeState
 from plastic.core.elastic.observation import (
@@ -220,3 +220,29 @@ def test_every_listed_node_has_one_view_and_an_ended_one_has_its_end(listed, hap
         assert v.used.nonnegative and v.running == len(h.book.on_agent(n.agent_id or ""))
     assert [t.task_id for t in seen.queued] == [j.job_id for j in h.book.queued()]
     assert all(t.waited_s >= 0 for t in seen.queued)
+
+
+# ------------------------------------------------------------ runtimes' spread
+
+
+def test_looking_ahead_queued_tasks_carry_their_step_and_each_step_its_tool_s_runtimes_spread():
+    h = Harness()
+    h.book.handle(RuntimeHistoryLoaded("bwa-tool", (30.0, 10.0, 20.0)), h.now)  # the history the shell loads
+    h.issue("a", tool="bwa-tool", step="align")
+    h.issue("b", tool="bwa-tool", step="align")
+    priors = (("align", (500.0,)), ("sort", (7.0, 9.0)))  # the plan's runtimes of each step
+    seen = look(h, policy=AHEAD, ahead=PlanAhead((), 0.0, priors)).observed
+    assert [(t.task_id, t.step) for t in seen.queued] == [("a", "align"), ("b", "align")]
+    # the tool's history, which the book knows, over the plan's runtimes; a step with no task waiting: none
+    assert seen.spreads == (("align", (10.0, 20.0, 30.0)),)
+    blind = look(h, ahead=PlanAhead((), 0.0, priors)).observed  # no lead: no steps, no spreads
+    assert blind.spreads == () and {t.step for t in blind.queued} == {None}
+
+
+def test_an_expected_task_s_spread_is_its_step_s_in_the_plan_until_the_book_meets_its_tool():
+    h = Harness()
+    h.now = 100.0
+    plan = (TaskSpec("split", 1, 1024, PREEMPTIBLE, 10.0),)
+    seen = look(h, policy=AHEAD, ahead=PlanAhead(plan, None, (("split", (10.0, 12.0)),))).observed
+    assert [(t.task_id, t.step) for t in seen.expected] == [("split", "split")]
+    assert seen.spreads == (("split", (10.0, 12.0)),)
