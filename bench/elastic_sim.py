@@ -54,7 +54,7 @@ from plastic.core.elastic.model import (
     WaitingTask,
 )
 from plastic.core.elastic.packing import BAND_RISK, UNKNOWN_BAND_RISK
-from plastic.core.elastic.spread import plan_spreads, sized_by_spread
+from plastic.core.elastic.spread import plan_spreads, sized_by_controller
 from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
 from plastic.core.planning.plan import Plan
 
@@ -185,14 +185,16 @@ class Simulation:
         self.preemptions = 0
         self.last_end = 0.0
         self.peak = 0
+        held_back = False  # first-wave nodes the elastic controller buys itself
         if policy == "static":
             planned = tuple(plan.nodes)
         elif policy == "reactive-cold":  # Toil's scaler as users start it: no workers, the reliable node only
             planned = tuple(n for n in plan.nodes if n.market is Market.ON_DEMAND)[:1]
         else:  # the plan's first wave, but for the nodes of steps whose runtimes spread (the controller's)
-            later = (sized_by_spread(tasks, shapes, elastic_policy or ElasticPolicy(), trace_step) if spreads
+            later = (sized_by_controller(tasks, shapes, elastic_policy or ElasticPolicy(), trace_step) if spreads
                      else frozenset())
             planned = starting_nodes(plan.nodes, plan.tasks, later)
+            held_back = len(planned) < len(starting_nodes(plan.nodes, plan.tasks))
         # each step's runtimes as the shell knows them before the run has its own: the plan's (the trace's)
         self.spreads = plan_spreads(tasks, trace_step) if spreads else ()
         for n in planned:
@@ -204,6 +206,8 @@ class Simulation:
                 self._queue(t)
         if policy != "static":
             self._at(self.look_s, "look", ())
+            if policy == "elastic" and held_back and 0 < self.wake_s < self.look_s:
+                self._at(self.wake_s, "look", ())  # the provisioner looks a second after Toil issues work
 
     # ------------------------------------------------------------ the world
 

@@ -108,7 +108,8 @@ dags = st.lists(st.tuples(st.integers(1, 4), st.floats(1.0, 900.0),
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dags, st.sampled_from(["static", "elastic", "reactive", "reactive-cold"]), st.sampled_from([0.0, 40.0]),
+@given(dags, st.sampled_from(["static", "elastic", "elastic-allow", "reactive", "reactive-cold"]),
+       st.sampled_from([0.0, 40.0]),
        st.sampled_from([10.0, 60.0]))
 # a run that ends exactly at boot + the critical path, summed in another order than the floor's (it
 # once made the floor infinite by the last bit of a float)
@@ -127,7 +128,10 @@ def test_no_simulated_run_pays_less_than_the_floor_for_its_own_makespan(shape, p
     for i, (vcpus, runtime, preempt, parents) in enumerate(shape):
         ps = tuple(sorted({f"t{p}" for p in parents if p < i}))
         tasks.append(TaskSpec(f"t{i}", vcpus, 1024 * vcpus, preempt, runtime, parents=ps))
-    kw = {"elastic_policy": ElasticPolicy(lead_s=boot_s)} if policy == "elastic" else {}
+    kw = {}
+    if policy.startswith("elastic"):  # and with a makespan allowance (its runs too may not go below the floor)
+        allowance = 0.1 if policy == "elastic-allow" else 0.0
+        policy, kw = "elastic", {"elastic_policy": ElasticPolicy(lead_s=boot_s, makespan_allowance=allowance)}
     res = simulate(tasks, plan_of(tasks), SHAPES, policy, seed=5, rate_per_hour=rate, boot_s=boot_s, **kw)
     if policy == "static" and rate > 0 and res.completion < 1.0:
         # The static plan replaces nothing: a task bigger than the reliable node is stranded when its spot

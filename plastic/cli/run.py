@@ -62,6 +62,10 @@ from plastic.core.elastic.model import DEFAULT_NODE_IDLE_S
               help="Elastic: stop growing when the run's projected spend reaches this many USD.")
 @click.option("--boot-seconds", "boot_s", type=Seconds(),
               help="Local cluster, elastic: how long a new agent takes to boot (default: 0).")
+@click.option("--makespan-allowance", type=click.FloatRange(min=0.0, max=1.0, max_open=True), metavar="FRACTION",
+              help="Elastic, looking a boot ahead (--boot-seconds, or --provider ec2): let work start up to this "
+                   "fraction of (boot + its runtime) later than a new node would start it, where that buys fewer "
+                   "nodes: short tasks run back to back, work waits a little for room (e.g. 0.1; default: 0).")
 @click.option("--refuse-spot", metavar="TYPES",
               help="Local cluster, elastic: emulate a spot shortage, refusing spot agents of these instance "
                    "types (comma-separated; * for all).")
@@ -144,7 +148,8 @@ def run(workflow: Path | None, job: Path | None, toil_args: tuple[str, ...], qui
 
 # The options of `plastic run` that are not settings of the run (RunRequest) by the same name
 EC2_OPTIONS = ("region", "image_id", "subnet", "key_name", "instance_profile", "agent_image")
-ELASTIC_OPTIONS = ("max_nodes", "idle_s", "budget_usd_per_hour", "budget_usd", "boot_s", "refuse_spot")
+ELASTIC_OPTIONS = ("max_nodes", "idle_s", "budget_usd_per_hour", "budget_usd", "boot_s", "refuse_spot",
+                   "makespan_allowance")
 
 
 def _flag(name: str) -> str:
@@ -213,6 +218,9 @@ def _check_elastic_options(resume_dir: Path | None, on_ec2: bool, settings: dict
                                f"creates nodes on its local cluster only)")
     if resume_dir is not None:
         raise click.UsageError(f"{', '.join(given)}: a resumed run keeps its own settings")
+    if settings.get("makespan_allowance") and not settings.get("boot_s") and not on_ec2:
+        raise click.UsageError("--makespan-allowance: needs --boot-seconds on a local cluster (the controller "
+                               "trades time for nodes only when it looks a boot ahead)")
 
 
 def take_sigint() -> None:

@@ -29,7 +29,7 @@ PROVIDERS = ("none", "local", "ec2")
 OPTIONS = ("plastic_provider", "plastic_provider_url", "plastic_catalog", "plastic_plan", "plastic_max_nodes",
            "plastic_idle_s", "plastic_budget_per_hour", "plastic_budget_usd", "plastic_boot_s",
            "plastic_elastic_every_s", "plastic_region", "plastic_image_id", "plastic_subnet", "plastic_key_name",
-           "plastic_instance_profile", "plastic_agent_image")
+           "plastic_instance_profile", "plastic_agent_image", "plastic_makespan_allowance")
 EC2_BOOT_S = 60.0  # an EC2 instance boots and its agent joins in about a minute: the controller's lead
 
 
@@ -50,6 +50,16 @@ def non_negative(value: str) -> float:
         raise ArgumentTypeError(f"not a number: {value!r}") from None
     if not 0 <= number < float("inf"):
         raise ArgumentTypeError(f"must be >= 0, got {value!r}")
+    return number
+
+
+def fraction(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 <= number < 1:
+        raise ArgumentTypeError(f"must be >= 0 and < 1, got {value!r}")
     return number
 
 
@@ -94,6 +104,9 @@ def add_elastic_options(parser: ArgumentParser | _ArgumentGroup) -> None:
                         help="ec2 provider: the instances' IAM instance profile")
     parser.add_argument("--plasticAgentImage", dest="plastic_agent_image", default=AGENT_IMAGE,
                         help="ec2 provider: the Mesos agent's Docker image the instances run")
+    parser.add_argument("--plasticMakespanAllowance", dest="plastic_makespan_allowance", type=fraction, default=0.0,
+                        help="with a boot to look ahead: work may start this fraction of (boot + its runtime) later "
+                             "than a new node would start it, where that buys fewer nodes (default: 0)")
     parser.add_argument("--plasticElasticEverySeconds", dest="plastic_elastic_every_s", type=positive,
                         default=DEFAULT_INTERVAL_S, help="how often the cluster is looked at (default: 5)")
 
@@ -136,7 +149,8 @@ def build_provisioner(config: Any, framework: Framework, *, master: str, run_id:
                            budget_usd_per_hour=getattr(config, "plastic_budget_per_hour", None),
                            budget_usd=getattr(config, "plastic_budget_usd", None),
                            # a node asked for now is up after the boot: look that far ahead
-                           lead_s=float(boot_s or 0.0))
+                           lead_s=float(boot_s or 0.0),
+                           makespan_allowance=float(getattr(config, "plastic_makespan_allowance", None) or 0.0))
     controller = ElasticController(shapes, policy, cluster_names=plan.cluster_names)
     provider = make_provider(name, config, catalog, master=master, run_id=run_id)
     tags = {"plastic:run": run_id} if run_id else {}

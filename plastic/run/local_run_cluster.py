@@ -19,7 +19,7 @@ from typing import Any
 from plastic.catalogs import load_catalog
 from plastic.core.elastic.controller import starting_nodes
 from plastic.core.elastic.model import ElasticPolicy
-from plastic.core.elastic.spread import sized_by_spread
+from plastic.core.elastic.spread import sized_by_controller
 from plastic.core.model import node_shapes
 from plastic.core.planning.local_shape import LocalShape, local_shape
 from plastic.core.planning.plan import Plan
@@ -70,12 +70,14 @@ def follow_new_agents(cluster: Any) -> None:
 
 
 def _sized_later(request: RunRequest, plan: Plan) -> frozenset[str]:
-    """The plan's first-wave tasks whose nodes the elastic controller sizes itself (their runtimes spread:
-    plastic.core.elastic.spread), with the batch system's policy: a boot of --boot-seconds looked ahead."""
+    """The plan's first-wave tasks whose nodes the elastic controller sizes itself (their runtimes spread,
+    or they are short under --makespan-allowance: plastic.core.elastic.spread.sized_by_controller), with
+    the batch system's policy: a boot of --boot-seconds looked ahead."""
     if request.boot_s <= 0:
         return frozenset()
     shapes = node_shapes(load_catalog(request.catalog_path))
-    return sized_by_spread(plan.tasks, shapes, ElasticPolicy(lead_s=request.boot_s))
+    policy = ElasticPolicy(lead_s=request.boot_s, makespan_allowance=request.makespan_allowance)
+    return sized_by_controller(plan.tasks, shapes, policy)
 
 
 def start_cluster(request: RunRequest, plan: Plan, run_dir: Path, redis_url: str, notes: list[str],

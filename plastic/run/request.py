@@ -51,6 +51,7 @@ class RunRequest:
     budget_usd_per_hour: float | None = None
     budget_usd: float | None = None
     boot_s: float = 0.0  # local cluster: how long a new agent takes to boot
+    makespan_allowance: float = 0.0  # elastic, looking ahead: work may start this fraction later for fewer nodes
     refuse_spot: str = ""  # local cluster: spot types it refuses to create (an emulated shortage; * = all)
     ec2: Ec2Settings | None = None  # --provider ec2: nodes are EC2 instances joining --master
     mesos_credential: Path | None = None  # --master authenticates frameworks: the credential's file
@@ -89,6 +90,8 @@ class RunRequest:
             args += ["--plasticBudgetPerHour", f"{self.budget_usd_per_hour:g}"]
         if self.budget_usd is not None:
             args += ["--plasticBudgetUsd", f"{self.budget_usd:g}"]
+        if self.makespan_allowance:
+            args += ["--plasticMakespanAllowance", f"{self.makespan_allowance:g}"]
         return args
 
 

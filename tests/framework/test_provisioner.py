@@ -223,6 +223,24 @@ def test_a_step_whose_runtimes_spread_gets_small_nodes_through_the_provisioner()
     assert bought["like"] == [("c5.4xlarge", 1)]
 
 
+def test_under_a_makespan_allowance_short_jobs_share_the_new_nodes_vcpus():
+    """200 jobs of a tool whose runtimes are 2 s, a 60 s boot: the idle core node's 2 vCPUs start 62 of
+    them within the boot and the other 138 get a vCPU each on new nodes; with --makespan-allowance 0.1
+    (a slack of 6.2 s) the core node starts 68, and four run back to back on each new vCPU: 33 vCPUs
+    (plastic.core.elastic.forecast.back_to_back)."""
+    vcpus = {}
+    for allowance in (0.0, 0.1):
+        policy = ElasticPolicy(idle_s=30, lead_s=60.0, makespan_allowance=allowance)
+        fw, provider, prov, rec, clock, core = setup(policy)
+        fw.book.runtimes.loaded("tiny", [2.0] * 20)
+        for i in range(200):
+            fw.issue(f"t{i}", TaskCommand("true"), Resources(1, 1024), PREEMPTIBLE, tool="tiny")
+        clock.t += 5
+        prov.tick()
+        vcpus[allowance] = sum(c.count * c.vcpus for name, c in provider.calls[1:] if name == "create")
+    assert vcpus[0.0] >= 138 and 33 <= vcpus[0.1] <= 40, vcpus
+
+
 def test_the_plan_s_first_wave_keeps_its_nodes_until_the_leader_issues_it():
     """Looking a boot ahead, the run's spot node is up and idle while the Toil leader has issued nothing
     yet (a slow start): the plan's first wave is expected work, so the node is kept.  The leader issues

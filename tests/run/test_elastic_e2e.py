@@ -110,11 +110,8 @@ def test_interrupted_spot_nodes_are_replaced_and_idle_nodes_released(tmp_path):
     assert replayed.answers >= len(res.of("node_created")) and replayed.decisions >= len(res.of("node_released"))
 
 
-def test_a_first_wave_whose_runtimes_spread_is_sized_by_the_controller_on_small_nodes(tmp_path):
-    """The plan (`plastic plan` of the example) carries the splits' runtimes, half 1 s and half 40 s: a
-    16-vCPU node of splits would be paid until its longest ended.  Looking a boot ahead (--boot-seconds),
-    the run starts with the plan's on-demand node only and the controller buys the splits' nodes itself,
-    2-vCPU ones (plastic.core.elastic.spread); the run's outputs are right and its log replays."""
+def plan_with_split_runtimes(tmp_path: Path, runtime_of) -> Path:
+    """`plastic plan` of the scatter-gather example, its twelve splits given runtimes (runtime_of(i))."""
     plan_path = tmp_path / "plan.json"
     made = subprocess.run([sys.executable, "-m", "plastic", "plan", str(REPO / "cwl-examples/scatter-gather/"
                            "scatter-gather.cwl"), str(REPO / "cwl-examples/scatter-gather/job.yml"), "--format",
@@ -123,8 +120,31 @@ def test_a_first_wave_whose_runtimes_spread_is_sized_by_the_controller_on_small_
     plan = json.loads(plan_path.read_text())
     for task in plan["tasks"]:
         if task["id"].startswith("split["):
-            task["runtime_s"] = 1.0 if int(task["id"][6:-1]) % 2 else 40.0
+            task["runtime_s"] = runtime_of(int(task["id"][6:-1]))
     plan_path.write_text(json.dumps(plan))
+    return plan_path
+
+
+def test_a_makespan_allowance_lets_the_controller_size_a_first_wave_of_short_tasks(tmp_path):
+    """Splits of 0.5 s, a 4 s boot, --makespan-allowance 0.5: each may start up to 0.5 x 4.5 s later than a
+    new node would start it, so several run back to back on one vCPU; the run starts with the plan's
+    on-demand node alone and the controller buys what the splits need.  The outputs are right, the
+    setting is kept in run.json and the decisions log replays (the forecast's decisions with it)."""
+    plan_path = plan_with_split_runtimes(tmp_path, lambda i: 0.5)
+    res = plastic_run(tmp_path, "scatter-gather", "--plan", str(plan_path), "--boot-seconds", "4",
+                      "--makespan-allowance", "0.5", *FAST)
+    check_outputs(res, tmp_path, "scatter-gather")
+    assert "starts with 1 of the plan's 5 node(s)" in res.stderr, res.stderr[-3000:]
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["makespan_allowance"] == 0.5
+    assert_replays(tmp_path / "run")
+
+
+def test_a_first_wave_whose_runtimes_spread_is_sized_by_the_controller_on_small_nodes(tmp_path):
+    """The plan (`plastic plan` of the example) carries the splits' runtimes, half 1 s and half 40 s: a
+    16-vCPU node of splits would be paid until its longest ended.  Looking a boot ahead (--boot-seconds),
+    the run starts with the plan's on-demand node only and the controller buys the splits' nodes itself,
+    2-vCPU ones (plastic.core.elastic.spread); the run's outputs are right and its log replays."""
+    plan_path = plan_with_split_runtimes(tmp_path, lambda i: 1.0 if i % 2 else 40.0)
     res = plastic_run(tmp_path, "scatter-gather", "--plan", str(plan_path), "--boot-seconds", "2", *FAST)
     check_outputs(res, tmp_path, "scatter-gather")
     assert "starts with 1 of the plan's 5 node(s)" in res.stderr, res.stderr[-3000:]
@@ -167,6 +187,10 @@ def test_a_provider_that_refuses_spot_falls_back_to_on_demand(tmp_path):
     (("--budget-usd", "0"), "--budget-usd"),
     (("--static", "--max-nodes", "3"), "--max-nodes"),
     (("--budget-per-hour", "0.01"), "below one reliable node"),
+    (("--makespan-allowance", "1"), "--makespan-allowance"),
+    (("--makespan-allowance", "-0.1"), "--makespan-allowance"),
+    (("--makespan-allowance", "0.1"), "--makespan-allowance: needs --boot-seconds"),
+    (("--static", "--makespan-allowance", "0.1"), "--makespan-allowance"),
 ])
 def test_bad_elastic_options_are_one_line_and_exit_2(tmp_path, args, names):
     wf = REPO / "cwl-examples" / "dynamic-scatter" / "dynamic-scatter.cwl"

@@ -28,6 +28,7 @@ def _everything_set(tmp_path: Path) -> RunRequest:
                       max_agents=3,
                       interrupt_rate=0.5, notice_seconds=7.0, seed=11, toil_args=("--retryCount", "2"),
                       static=True, max_nodes=5, idle_s=12.0, budget_usd_per_hour=1.5, budget_usd=9.0, boot_s=3.0,
+                      makespan_allowance=0.1,
                       refuse_spot="m5.large", ec2=Ec2Settings(image_id="ami-1", region="eu-west-1", subnet="s-1"),
                       mesos_credential=tmp_path / "cred", executor="command", rebalance="drain",
                       job_store="aws:eu-west-1:plastic-r-1-0a1b2c3d", out_url="s3://lab-results/r-1")

@@ -30,6 +30,9 @@ Rules, each observation:
   last task ends, release when done) instead of ``idle_s``, cordoned and terminated in the same look:
   the shell applies the cordon under the lock the observation was taken under, so nothing reaches
   it in between (a task being launched counts as running on it).
+- Spread (looking ahead): a group of like tasks of one step whose runtimes spread (ClusterObserved.spreads)
+  gets the nodes plastic.core.elastic.spread sizes for it (a node is paid until its longest task ends)
+  when they differ from what packing by room would buy; the record's detail says so.
 - Always one reliable node: with no on-demand node ready or booting, the cheapest one is created.
 - Scale in: a ready node with no task and no queued work that fits it, idle for ``idle_s``, is
   cordoned (it takes no new work), then terminated at the next observation if still without a task;
@@ -49,7 +52,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plastic.core.elastic.forecast import fit_ahead
+from plastic.core.elastic.forecast import back_to_back, fit_ahead
 from plastic.core.elastic.model import (
     ClusterObserved,
     CordonNode,
@@ -171,9 +174,12 @@ class ElasticController:
         capacity = [n for n in nodes if n.state in (NodeState.PENDING, NodeState.READY)
                     and n.node_id not in self.cordoned and n.node_id not in self.terminated]
         capacity += self._requested_nodes(now)
-        left_tasks, given, needed = fit_ahead(obs.queued, obs.expected, capacity, now, self.policy.lead_s)
-        self.spreads = dict(obs.spreads) if self.policy.lead_s > 0 else {}
-        left = group_tasks(left_tasks, frozenset(self.spreads))
+        pol = self.policy  # with no lead, no estimates: neither spreads nor an allowance count
+        left_tasks, given, needed = fit_ahead(obs.queued, obs.expected, capacity, now, pol.lead_s,
+                                              pol.makespan_allowance)
+        self.spreads = dict(obs.spreads) if pol.lead_s > 0 else {}
+        left = back_to_back(group_tasks(left_tasks, frozenset(self.spreads)), {t.task_id: t for t in left_tasks},
+                            pol.lead_s, pol.makespan_allowance)
         queued_ids = {t.task_id for t in obs.queued}
         self.expected_ids = frozenset(t.task_id for t in left_tasks if t.task_id not in queued_ids)
         self._grow(nodes, capacity, left, now, out)
@@ -275,9 +281,7 @@ class ElasticController:
 
     def _grow(self, nodes: Sequence[NodeView], capacity: Sequence[NodeView], left: list, now: float,
               out: list) -> None:
-        shapes = self._shapes_now(now)
-        weighted = weighted_shapes(shapes, self.policy.band_weight)
-        menu = ShapeMenu(weighted)
+        menu = ShapeMenu(weighted_shapes(self._shapes_now(now), self.policy.band_weight))
         held = [g for g in left if menu.holding(task_of(g))]  # the rest no shape holds: the book says so
         spread, held = spread_packed(held, menu, self.spreads, self.policy.lead_s)
         planned = spread + (plan_groups(held, menu.shapes) if sum(len(g.task_ids) for g in held) > PLAN_TASKS_MAX
@@ -410,14 +414,13 @@ class ElasticController:
 
 def starting_nodes(nodes: Sequence[PlannedNode], tasks: Sequence[TaskSpec],
                    later: frozenset[str] = frozenset()) -> tuple[PlannedNode, ...]:
-    """The planned nodes an elastic cluster starts with: the on-demand ones (at least one: the plan
-    always has one) and those planned for the first wave (tasks with no parent), but not a spot node
-    that holds one of the tasks ``later`` names (tasks whose nodes the controller sizes itself, from
-    their runtimes' spread: plastic.core.elastic.spread.spreading_steps); the controller grows the rest
-    as the work comes."""
+    """The planned nodes an elastic cluster starts with: the on-demand ones and those planned for the
+    first wave (tasks with no parent), but not one planned for a first-wave task ``later`` names (a task
+    whose node the controller sizes itself: plastic.core.elastic.spread.sized_by_controller), and at
+    least one on-demand node (the plan always has one); the controller grows the rest as the work comes."""
     first = {t.id for t in tasks if not t.parents}
-    chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND
-                   or (first & set(n.task_ids) and not later & set(n.task_ids)))
+    chosen = tuple(n for n in nodes if (n.market is Market.ON_DEMAND or first & set(n.task_ids))
+                   and not later & first & set(n.task_ids))
     if not any(n.market is Market.ON_DEMAND for n in chosen):
         chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND)[:1] + chosen
     return chosen or tuple(nodes)[:1]

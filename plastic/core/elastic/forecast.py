@@ -37,12 +37,12 @@ import bisect
 import heapq
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import NamedTuple
 
 from plastic.core.elastic.model import NodeState, NodeView, WaitingTask
-from plastic.core.elastic.packing import Room, fit_into, group_tasks, rooms_of
+from plastic.core.elastic.packing import Group, Room, fit_into, group_tasks, rooms_of
 from plastic.core.model import TaskSpec, type_allowed
 from plastic.core.planning.plan import step_of
 
@@ -224,15 +224,23 @@ class Fit(NamedTuple):
 
 
 def fit_ahead(queued: Sequence[WaitingTask], expected: Sequence[WaitingTask], nodes: Sequence[NodeView],
-              now: float, lead_s: float) -> Fit:
-    """The tasks the nodes will not start within ``lead_s`` of their being queued (left over, for new
-    nodes), per node how many tasks it takes now, and which nodes the forecast gives work at all."""
+              now: float, lead_s: float, allowance: float = 0.0) -> Fit:
+    """The tasks the nodes will not start within ``lead_s`` of their being queued, plus the slack a
+    makespan ``allowance`` gives them (`slack_s`), left over for new nodes; per node how many tasks it
+    takes now, and which nodes the forecast gives work at all."""
     if lead_s <= 0:  # the free room now
         left, placed = fit_into(group_tasks(queued), rooms_of(nodes))
         by_id = {t.task_id: t for t in queued}
         return Fit([by_id[i] for g in left for i in g.task_ids], {n: len(ids) for n, ids in placed.items()},
                    frozenset(placed))
-    return _Ahead(queued, expected, nodes, now, lead_s).run()
+    return _Ahead(queued, expected, nodes, now, lead_s, allowance).run()
+
+
+def slack_s(allowance: float, lead_s: float, runtime_s: float | None) -> float:
+    """How much later than a node bought now would start it a task of ``runtime_s`` may start on the
+    room there is, under a makespan ``allowance`` (a fraction): the allowance of the time the task takes
+    on a new node, its boot and its run (0 without an allowance)."""
+    return allowance * (lead_s + (runtime_s or 0.0)) if allowance > 0 else 0.0
 
 
 def room_back_at(end: float, now: float, lead_s: float) -> float | None:
@@ -248,7 +256,7 @@ class _Ahead:
     """`fit_ahead` with a lead: the groups of identical tasks, each in order of due time, are placed on
     the rooms as time goes by on a grid (at most 2 x STEPS_PER_LEAD steps)."""
 
-    def __init__(self, queued, expected, nodes, now: float, lead_s: float):
+    def __init__(self, queued, expected, nodes, now: float, lead_s: float, allowance: float = 0.0):
         self.now, self.lead_s, self.step_s = now, lead_s, lead_s / STEPS_PER_LEAD
         self.tasks = {t.task_id: t for t in queued}
         self.due_at = dict.fromkeys(self.tasks, now)
@@ -256,8 +264,11 @@ class _Ahead:
             if t.task_id not in self.tasks and t.due_in_s <= lead_s:
                 self.tasks[t.task_id] = t
                 self.due_at[t.task_id] = now + t.due_in_s
-        self.groups = [[g, sorted(g.task_ids, key=lambda i: (self.due_at[i], i))]
+        # each group: its tasks in order of due time, and how late they may start (lead + slack)
+        self.groups = [[g, sorted(g.task_ids, key=lambda i: (self.due_at[i], i)),
+                        lead_s + slack_s(allowance, lead_s, longest_estimate(self.tasks[i] for i in g.task_ids))]
                        for g in group_tasks(self.tasks.values())]
+        self.wait_s = max((w for _, _, w in self.groups), default=lead_s)
         self.rooms = {r.node_id: r for r in rooms_of(nodes)}
         self.events: list[tuple[float, int, str, int, int]] = []  # (when, 0 ready / 1 room back, node, vcpus, ram)
         self.open: dict[str, Room] = {}  # ready rooms with some room free
@@ -275,17 +286,17 @@ class _Ahead:
         self.left: list[str] = []
 
     def run(self) -> Fit:
-        t, last = self.now, self.now + 2 * self.lead_s
-        while any(ids for _, ids in self.groups):
+        t, last = self.now, self.now + self.lead_s + self.wait_s
+        while any(ids for _, ids, _ in self.groups):
             self._events_until(t)
             self._place(t)
             nxt = min([self.events[0][0]] if self.events else [], default=None)
-            heads = [self.due_at[ids[0]] for _, ids in self.groups if ids and self.due_at[ids[0]] > t]
+            heads = [self.due_at[ids[0]] for _, ids, _ in self.groups if ids and self.due_at[ids[0]] > t]
             nxt = min([x for x in (nxt, min(heads, default=None)) if x is not None], default=None)
             if nxt is None or nxt > last:
                 break
             t = max(self.now + math.ceil((nxt - self.now) / self.step_s - 1e-9) * self.step_s, t + self.step_s)
-        self.left += [i for _, ids in self.groups for i in ids]
+        self.left += [i for _, ids, _ in self.groups for i in ids]
         return Fit([self.tasks[i] for i in sorted(self.left)], self.given, frozenset(self.needed))
 
     def _events_until(self, t: float) -> None:
@@ -310,11 +321,11 @@ class _Ahead:
         # the groups in order of their longest-due task (then as grouped): work queued now is served
         # before work only expected, or a larger group expected later would take the room it waits for
         for entry in sorted(self.groups, key=lambda e: due_at[e[1][0]] if e[1] else math.inf):
-            g, ids = entry
+            g, ids, wait_s = entry
             if not ids:
                 continue
-            if due_at[ids[0]] + self.lead_s < t:  # not started within a boot of being queued: for new nodes
-                k = bisect.bisect_left(ids, t, key=lambda i: due_at[i] + self.lead_s)
+            if due_at[ids[0]] + wait_s < t:  # not started within a boot (and slack) of being queued: new nodes
+                k = bisect.bisect_left(ids, t, key=lambda i: due_at[i] + wait_s)
                 self.left += ids[:k]
                 entry[1] = ids = ids[k:]
             if not ids or due_at[ids[0]] > t or g.vcpus > most_vcpus or g.ram_mib > most_ram_mib or not self.open:
@@ -324,8 +335,14 @@ class _Ahead:
                         and (r.reliable or not g.needs_reliable)
                         and type_allowed(g.instance_type, r.instance_type)]
             eligible.sort(key=lambda r: (r.reliable and not g.needs_reliable, r.vcpus, r.ram_mib, r.node_id))
-            at = 0
+            # preemptible tasks past a boot since they were queued wait (within the slack) for spot room only:
+            # on-demand room costs more than the spot node that would otherwise be bought for them
+            late = (bisect.bisect_left(ids, t, key=lambda i: due_at[i] + self.lead_s)
+                    if wait_s > self.lead_s and not g.needs_reliable else 0)
+            at, kept = 0, []
             for r in eligible:
+                if r.reliable and at < late:
+                    kept, at = ids[at:late], late
                 n = min(r.vcpus // max(g.vcpus, 1), r.ram_mib // max(g.ram_mib, 1), due - at)
                 if n <= 0:
                     continue
@@ -343,4 +360,26 @@ class _Ahead:
                 at += n
                 if at == due:
                     break
-            entry[1] = ids[at:]
+            entry[1] = kept + ids[at:]
+
+
+def longest_estimate(tasks: Iterable[WaitingTask]) -> float | None:
+    """The longest runtime estimate among the tasks (None: none has one)."""
+    return max((t.runtime_s for t in tasks if t.runtime_s is not None), default=None)
+
+
+def back_to_back(groups: Sequence[Group], tasks: Mapping[str, WaitingTask], lead_s: float,
+                 allowance: float) -> list[Group]:
+    """The groups left for new nodes, cut to the tasks that need a vCPU slot of their own: under a
+    makespan ``allowance`` a slot of a new node runs its group's tasks back to back as long as each starts
+    within the slack (`slack_s`) of when a new node would start it, so ``1 + slack // runtime`` of them
+    share one (by the group's longest estimate; all of them without an estimate or an allowance)."""
+    out = []
+    for g in groups:
+        runtime = longest_estimate(tasks[i] for i in g.task_ids if i in tasks)
+        if allowance <= 0 or not runtime or runtime <= 0:
+            out.append(g)
+            continue
+        per_slot = 1 + math.floor(slack_s(allowance, lead_s, runtime) / runtime + 1e-9)
+        out.append(replace(g, task_ids=g.task_ids[:math.ceil(len(g.task_ids) / per_slot)]))
+    return out

@@ -91,6 +91,9 @@ class ElasticPolicy:
     spot: bool = True  # may buy spot capacity at all
     lead_s: float = 0.0  # expected work due within this is bought for now (the nodes' boot time)
     unneeded_idle_s: float = 0.0  # with a lead: an idle node no work needs within it goes after this
+    # with a lead: work may start this fraction of (boot + its runtime) later than a new node would
+    # start it, rather than get a new node (plastic.core.elastic.forecast.slack_s); 0: never
+    makespan_allowance: float = 0.0
 
 
 # ------------------------------------------------------------------ events

@@ -16,7 +16,9 @@ A node's view (NodeView):
   says it became ready; ready_at: when its agent met the framework;
 - task_ends (looking ahead only): when each running task should end, by its tool's estimate.
 
-Looking a boot ahead (``policy.lead_s`` > 0), queued tasks carry their tool's estimate and the plan's
+Looking a boot ahead (``policy.lead_s`` > 0), queued tasks carry their tool's estimate and their step,
+each step with work in view its runtimes' spread (its tool's runtimes as the book knows them, else the
+plan's for that step: `PlanAhead.priors`; plastic.core.elastic.spread), and the plan's
 tasks the Toil leader has not issued yet are dated from the progress of the jobs it has issued
 (plastic.core.elastic.forecast.plan_ahead).  That dating keeps a little state, `PlanAhead` (when the
 elastic cluster started, the plan's tasks still to date), which `observe` takes and returns updated:

@@ -30,25 +30,19 @@ from plastic.core.elastic.packing import Group, merge_steps, task_of, tasks_of, 
 from plastic.core.model import NodeShape, TaskSpec
 from plastic.core.planning.packing import PackedNode, ShapeMenu
 from plastic.core.planning.plan import step_of
+from plastic.core.stats import percentile
 
 SPREAD_POINTS = 20  # quantiles kept of a step's runtimes (each stands for 1/20 of them)
 
 
 def spread_summary(runtimes_s: Iterable[float], points: int = SPREAD_POINTS) -> tuple[float, ...]:
-    """Runtimes summarised as ``points`` equally likely values (the quantiles at the middles of equal
-    shares, sorted); fewer when there are fewer runtimes; () when there are none."""
+    """Runtimes summarised as ``points`` equally likely values (the percentiles at the middles of equal
+    shares, plastic.core.stats.percentile, sorted); fewer when there are fewer runtimes; () when there
+    are none."""
     values = sorted(float(r) for r in runtimes_s if r is not None and r > 0)
     if len(values) <= points:
         return tuple(values)
-    n = len(values)
-    out = []
-    for i in range(points):
-        pos = (i + 0.5) / points * n - 0.5  # the middle of the i-th share, as a position among the values
-        lo = int(pos)
-        frac = pos - lo
-        hi = min(lo + 1, n - 1)
-        out.append(values[lo] + (values[hi] - values[lo]) * frac)
-    return tuple(out)
+    return tuple(percentile(values, (i + 0.5) * 100.0 / points) for i in range(points))
 
 
 def expected_longest_s(summary: Sequence[float], k: int) -> float:
@@ -144,15 +138,21 @@ def spreading_steps(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, b
     return frozenset(out)
 
 
-def sized_by_spread(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], policy: ElasticPolicy,
-                    step: Callable[[str], str] = step_of) -> frozenset[str]:
-    """The plan's tasks whose nodes the elastic controller sizes itself, by their step's runtimes'
-    spread (`spreading_steps`), rather than take the plan's first-wave nodes: none unless the controller
-    looks ahead (``policy.lead_s``, the boot, > 0), as only then does it size by spread."""
+def sized_by_controller(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], policy: ElasticPolicy,
+                        step: Callable[[str], str] = step_of) -> frozenset[str]:
+    """The plan's tasks whose nodes the elastic controller sizes itself rather than take the plan's
+    first-wave nodes: those of steps whose runtimes spread (`spreading_steps`), and, under a makespan
+    allowance, the tasks short enough that two or more run back to back on one vCPU within the slack
+    (plastic.core.elastic.forecast.back_to_back: at most allowance x boot / (1 - allowance));
+    none unless the controller looks ahead (``policy.lead_s``, the boot, > 0), as only then does it do
+    either."""
     if policy.lead_s <= 0:
         return frozenset()
     steps = spreading_steps(tasks, shapes, band_weight=policy.band_weight, boot_s=policy.lead_s, step=step)
-    return frozenset(t.id for t in tasks if step(t.id) in steps)
+    a = min(policy.makespan_allowance, 0.99)
+    short_s = a * policy.lead_s / (1.0 - a)
+    return frozenset(t.id for t in tasks if step(t.id) in steps
+                     or (a > 0 and (t.runtime_s or 0.0) > 0 and t.runtime_s <= short_s))
 
 
 def spread_packed(groups: Sequence[Group], menu: ShapeMenu, spreads: Mapping[str, Sequence[float]],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,12 +12,14 @@ from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.forecast import (
     Stage,
     TaskProgress,
+    back_to_back,
     due_in_s,
     earliest_start,
     fit_ahead,
     issued_by_step,
     plan_ahead,
     room_back_at,
+    slack_s,
 )
 from plastic.core.elastic.model import (
     ClusterObserved,
@@ -35,7 +40,7 @@ from plastic.core.model import (
     TaskSpec,
 )
 from plastic.core.planning.plan import step_of
-from tests.fakes.catalogs import ELASTIC_SHAPES
+from tests.fakes.catalogs import ELASTIC_CATALOG, ELASTIC_SHAPES
 
 ONE = Resources(1, 1024)
 
@@ -305,3 +310,62 @@ def test_a_looking_ahead_controller_keeps_the_nodes_of_the_expected_first_wave()
         out = ctl.handle(ClusterObserved((), (core, idle_spot("a"), idle_spot("b")), expected), 20.0)
         assert {o.node_id for o in out if type(o).__name__ == "CordonNode"} == cordoned
         assert not [o for o in out if isinstance(o, CreateNodes)]
+
+
+# ------------------------------------------------------------ a makespan allowance
+
+
+def test_the_slack_is_the_allowance_of_a_boot_and_a_run():
+    assert slack_s(0.1, 60.0, 2.0) == pytest.approx(6.2)
+    assert slack_s(0.1, 60.0, None) == pytest.approx(6.0) and slack_s(0.0, 60.0, 2.0) == 0.0
+
+
+def test_under_an_allowance_work_waits_the_slack_for_spot_room_not_for_on_demand_room():
+    """One free spot vCPU, lead 25 s, four 10 s tasks: they start at 0, 10, 20 and 30 s, and t3, past the
+    lead, is left for a new node; with an allowance of 0.5 (slack 0.5 x (25 + 10) = 17.5 s, until 42.5 s)
+    it waits for that room.  Late work does not wait for on-demand room (it costs more than the spot node
+    it would save): a spot vCPU busy until 50 s (past the slack) and an on-demand one free at 30 s (past
+    the lead) leave a queued task for a new node; the same on-demand vCPU free at 20 s (within the lead)
+    takes it."""
+    four = [waiting(f"t{i}", 10.0) for i in range(4)]
+    assert [t.task_id for t in fit_ahead(four, [], [node("s", 1)], 0.0, 25.0).left] == ["t3"]
+    assert fit_ahead(four, [], [node("s", 1)], 0.0, 25.0, 0.5).left == []
+    busy_spot = node("s", 1, used=1, ends=((50.0, ONE),))
+    for od_free_at, left in ((30.0, ["x"]), (20.0, [])):
+        od = node("o", 1, used=1, ends=((od_free_at, ONE),), market=Market.ON_DEMAND)
+        assert [t.task_id for t in fit_ahead([waiting("x", 10.0)], [], [busy_spot, od], 0.0, 25.0, 0.5).left] == left
+
+
+def test_reliable_work_waits_the_slack_for_on_demand_room_its_only_room():
+    od = node("o", 1, market=Market.ON_DEMAND)
+    four = [waiting(f"r{i}", 10.0, reliable=True) for i in range(4)]
+    assert [t.task_id for t in fit_ahead(four, [], [od], 0.0, 25.0).left] == ["r3"]
+    assert fit_ahead(four, [], [od], 0.0, 25.0, 0.5).left == []
+
+
+def test_new_nodes_run_short_tasks_back_to_back_within_the_slack():
+    """40 tasks of 2 s, boot 60 s, allowance 0.1: the slack is 6.2 s, so a slot runs 1 + 3 of them (at
+    60, 62, 64 and 66 s of a new node): 10 slots, not 40; tasks of 10 s share nothing."""
+    groups = group_tasks(waiting(f"t{i}", 2.0) for i in range(40))
+    tasks = {f"t{i}": waiting(f"t{i}", 2.0) for i in range(40)}
+    (cut,) = back_to_back(groups, tasks, 60.0, 0.1)
+    assert cut.task_ids == groups[0].task_ids[:10]
+    assert back_to_back(groups, tasks, 60.0, 0.0) == groups
+    long = {f"t{i}": waiting(f"t{i}", 10.0) for i in range(40)}
+    assert back_to_back(groups, long, 60.0, 0.1) == groups
+    blind = {f"t{i}": waiting(f"t{i}", None) for i in range(40)}
+    assert back_to_back(groups, blind, 60.0, 0.1) == groups  # no estimate: no slot is shared
+
+
+def test_the_controller_buys_fewer_nodes_for_short_work_under_an_allowance():
+    ahead = ElasticPolicy(lead_s=60.0, band_weight=0.0)
+    queued = tuple(waiting(f"t{i}", 2.0) for i in range(40))
+    core = node("core", 2, used=2, market=Market.ON_DEMAND)
+
+    def vcpus(policy):
+        out = ElasticController(ELASTIC_SHAPES, policy).handle(ClusterObserved(queued, (core,)), 1.0)
+        return sum(ELASTIC_CATALOG.by_name(c.instance_type).vcpus * c.count for c in out
+                   if isinstance(c, CreateNodes))
+
+    assert vcpus(ahead) >= 40
+    assert 10 <= vcpus(replace(ahead, makespan_allowance=0.1)) < 16

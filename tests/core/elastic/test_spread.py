@@ -4,6 +4,7 @@ shapes (a 16-vCPU spot node at 0.01 USD per vCPU-hour, a 2-vCPU one at 0.012), a
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -15,7 +16,7 @@ from plastic.core.elastic.spread import (
     SPREAD_POINTS,
     expected_longest_s,
     plan_spreads,
-    sized_by_spread,
+    sized_by_controller,
     spread_fill,
     spread_nodes,
     spread_summary,
@@ -43,8 +44,9 @@ def per_task_usd(shape, k, summary):
 def test_a_summary_keeps_few_runtimes_as_they_are_and_many_as_twenty_quantiles():
     assert spread_summary([3.0, 1.0, 2.0]) == (1.0, 2.0, 3.0)
     assert spread_summary([]) == () and spread_summary([0.0, -1.0]) == ()  # no runtime to go by
-    many = spread_summary(float(i) for i in range(1, 201))  # 1..200: the middles of twenty shares of ten
-    assert len(many) == SPREAD_POINTS and many[0] == pytest.approx(5.5) and many[-1] == pytest.approx(195.5)
+    many = spread_summary(float(i) for i in range(1, 201))  # 1..200: the 2.5th, 7.5th, ... 97.5th percentiles
+    assert len(many) == SPREAD_POINTS and many[0] == pytest.approx(1 + 199 * 0.025)
+    assert many[-1] == pytest.approx(1 + 199 * 0.975)
 
 
 def test_the_longest_of_k_is_the_mean_for_one_and_grows_towards_the_longest():
@@ -143,9 +145,9 @@ PLAN_TASKS = (*(TaskSpec(f"dump[{i}]", 1, 1024, PREEMPTIBLE, 100.0 if i % 2 else
 def test_the_plan_s_spreads_and_the_tasks_the_controller_sizes_itself():
     assert dict(plan_spreads(PLAN_TASKS)) == {"dump": HALVES[:8] + HALVES[10:18], "index": (500.0,),
                                               "merge": (5.0,)}
-    later = sized_by_spread(PLAN_TASKS, SHAPES, ElasticPolicy(lead_s=BOOT_S, band_weight=0.0))
+    later = sized_by_controller(PLAN_TASKS, SHAPES, ElasticPolicy(lead_s=BOOT_S, band_weight=0.0))
     assert later == frozenset(f"dump[{i}]" for i in range(16))
-    assert sized_by_spread(PLAN_TASKS, SHAPES, ElasticPolicy(band_weight=0.0)) == frozenset()  # no lead
+    assert sized_by_controller(PLAN_TASKS, SHAPES, ElasticPolicy(band_weight=0.0)) == frozenset()  # no lead
 
 
 def test_an_elastic_cluster_starts_without_the_plan_s_spot_nodes_of_tasks_sized_later():
@@ -158,3 +160,22 @@ def test_an_elastic_cluster_starts_without_the_plan_s_spot_nodes_of_tasks_sized_
     # the on-demand node stays whatever it holds; the spot node of the dumps is the controller's to size
     assert [n.id for n in starting_nodes(nodes, PLAN_TASKS, later)] == ["core-1", "burst-2"]
     assert math.isclose(sum(n.usd_per_hour for n in starting_nodes(nodes, PLAN_TASKS, later)), 0.104)
+
+
+def test_under_a_makespan_allowance_short_tasks_are_sized_by_the_controller_too():
+    """With an allowance of 0.1 and a 60 s boot, a task of at most 0.1 x 60 / 0.9 = 6.7 s runs back to back
+    with another within the slack (plastic.core.elastic.forecast.back_to_back): the merge (5 s) is the
+    controller's to size; the index (500 s) is not."""
+    policy = ElasticPolicy(lead_s=BOOT_S, band_weight=0.0, makespan_allowance=0.1)
+    later = sized_by_controller(PLAN_TASKS, SHAPES, policy)
+    assert later == frozenset(f"dump[{i}]" for i in range(16)) | {"merge"}
+    assert "merge" not in sized_by_controller(PLAN_TASKS, SHAPES, replace(policy, makespan_allowance=0.0))
+
+
+def test_an_on_demand_node_of_a_task_sized_later_waits_too_but_one_always_starts():
+    short = (TaskSpec("a", 1, 1024, PREEMPTIBLE, 2.0), TaskSpec("b", 1, 1024, PREEMPTIBLE, 2.0))
+    nodes = (PlannedNode("core-1", "core", "small", Market.ON_DEMAND, 0.08, Resources(2, 4096), ("a",)),
+             PlannedNode("core-2", "core", "small", Market.ON_DEMAND, 0.08, Resources(2, 4096), ("b",)),
+             PlannedNode("burst-1", "burst", "small", Market.SPOT, 0.024, Resources(2, 4096), ()))
+    assert [n.id for n in starting_nodes(nodes, short, frozenset({"b"}))] == ["core-1"]
+    assert [n.id for n in starting_nodes(nodes, short, frozenset({"a", "b"}))] == ["core-1"]  # the plan's first
