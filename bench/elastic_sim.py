@@ -39,7 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from bench.baselines import toil_binpacked_fit
-from plastic.core.elastic.controller import ElasticController, starting_nodes
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.first_wave import sized_by_controller, starting_nodes
 from plastic.core.elastic.forecast import Stage, TaskProgress, due_in_s, earliest_start
 from plastic.core.elastic.model import (
     ClusterObserved,
@@ -54,7 +55,7 @@ from plastic.core.elastic.model import (
     WaitingTask,
 )
 from plastic.core.elastic.packing import BAND_RISK, UNKNOWN_BAND_RISK
-from plastic.core.elastic.spread import plan_spreads, sized_by_controller
+from plastic.core.elastic.spread import plan_spreads
 from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
 from plastic.core.planning.plan import Plan
 

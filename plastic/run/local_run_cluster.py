@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from plastic.catalogs import load_catalog
-from plastic.core.elastic.controller import starting_nodes
+from plastic.core.elastic.first_wave import sized_by_controller, starting_nodes
 from plastic.core.elastic.model import ElasticPolicy
-from plastic.core.elastic.spread import sized_by_controller
 from plastic.core.model import node_shapes
 from plastic.core.planning.local_shape import LocalShape, local_shape
 from plastic.core.planning.plan import Plan
@@ -71,7 +70,7 @@ def follow_new_agents(cluster: Any) -> None:
 
 def _sized_later(request: RunRequest, plan: Plan) -> frozenset[str]:
     """The plan's first-wave tasks whose nodes the elastic controller sizes itself (their runtimes spread,
-    or they are short under --makespan-allowance: plastic.core.elastic.spread.sized_by_controller), with
+    or they are short under --makespan-allowance: plastic.core.elastic.first_wave), with
     the batch system's policy: a boot of --boot-seconds looked ahead."""
     if request.boot_s <= 0:
         return frozenset()

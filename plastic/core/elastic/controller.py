@@ -88,7 +88,6 @@ from plastic.core.elastic.spread import spread_packed
 from plastic.core.model import Market, NodeShape, TaskSpec, type_allowed
 from plastic.core.naming import cluster_name
 from plastic.core.planning.packing import PackedNode, ShapeMenu
-from plastic.core.planning.plan import PlannedNode
 
 MAX_TASK_IDS = 20  # task ids named in a node_requested record
 
@@ -410,20 +409,6 @@ class ElasticController:
             else:
                 self.cordoned[n.node_id] = now
 
-
-
-def starting_nodes(nodes: Sequence[PlannedNode], tasks: Sequence[TaskSpec],
-                   later: frozenset[str] = frozenset()) -> tuple[PlannedNode, ...]:
-    """The planned nodes an elastic cluster starts with: the on-demand ones and those planned for the
-    first wave (tasks with no parent), but not one planned for a first-wave task ``later`` names (a task
-    whose node the controller sizes itself: plastic.core.elastic.spread.sized_by_controller), and at
-    least one on-demand node (the plan always has one); the controller grows the rest as the work comes."""
-    first = {t.id for t in tasks if not t.parents}
-    chosen = tuple(n for n in nodes if (n.market is Market.ON_DEMAND or first & set(n.task_ids))
-                   and not later & first & set(n.task_ids))
-    if not any(n.market is Market.ON_DEMAND for n in chosen):
-        chosen = tuple(n for n in nodes if n.market is Market.ON_DEMAND)[:1] + chosen
-    return chosen or tuple(nodes)[:1]
 
 
 def reliable_floor(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape]) -> NodeShape | None:

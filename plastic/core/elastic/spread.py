@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from plastic.core.elastic.model import ElasticPolicy
 from plastic.core.elastic.packing import Group, merge_steps, task_of, tasks_of, weighted_shapes
 from plastic.core.model import NodeShape, TaskSpec
 from plastic.core.planning.packing import PackedNode, ShapeMenu
@@ -136,23 +135,6 @@ def spreading_steps(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, b
         if summary and spread_nodes(menu.holding(sample), vcpus, ram_mib, n, summary, boot_s) is not None:
             out.add(name)
     return frozenset(out)
-
-
-def sized_by_controller(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], policy: ElasticPolicy,
-                        step: Callable[[str], str] = step_of) -> frozenset[str]:
-    """The plan's tasks whose nodes the elastic controller sizes itself rather than take the plan's
-    first-wave nodes: those of steps whose runtimes spread (`spreading_steps`), and, under a makespan
-    allowance, the tasks short enough that two or more run back to back on one vCPU within the slack
-    (plastic.core.elastic.forecast.back_to_back: at most allowance x boot / (1 - allowance));
-    none unless the controller looks ahead (``policy.lead_s``, the boot, > 0), as only then does it do
-    either."""
-    if policy.lead_s <= 0:
-        return frozenset()
-    steps = spreading_steps(tasks, shapes, band_weight=policy.band_weight, boot_s=policy.lead_s, step=step)
-    a = min(policy.makespan_allowance, 0.99)
-    short_s = a * policy.lead_s / (1.0 - a)
-    return frozenset(t.id for t in tasks if step(t.id) in steps
-                     or (a > 0 and (t.runtime_s or 0.0) > 0 and t.runtime_s <= short_s))
 
 
 def spread_packed(groups: Sequence[Group], menu: ShapeMenu, spreads: Mapping[str, Sequence[float]],

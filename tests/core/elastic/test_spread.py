@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plastic.core.elastic.controller import ElasticController, starting_nodes
+from plastic.core.elastic.controller import ElasticController
+from plastic.core.elastic.first_wave import sized_by_controller, starting_nodes
 from plastic.core.elastic.model import ClusterObserved, CreateNodes, ElasticPolicy, NodeState, NodeView, WaitingTask
 from plastic.core.elastic.spread import (
     SPREAD_POINTS,
     expected_longest_s,
     plan_spreads,
-    sized_by_controller,
     spread_fill,
     spread_nodes,
     spread_summary,
