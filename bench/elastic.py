@@ -9,7 +9,9 @@ A discrete-event simulation (bench/elastic_sim.py) runs each trace under three p
 with spot interruptions (the same seeds for every policy): (a) static, the plan of `plastic plan`
 bought at the start and kept; (b) elastic, the real ElasticController, given the trace's runtimes
 as estimates so that it looks one boot ahead (plastic.core.elastic.forecast), and again without estimates
-("no-est"); (c) reactive, Toil's
+("no-est"), without sizing nodes by the spread of runtimes ("no-spread", plastic.core.elastic.spread) and
+with a 10% makespan allowance ("allow-10%", `--makespan-allowance 0.1`, checked against the same target);
+(c) reactive, Toil's
 BinPackedFit on the queued work, idle nodes released after 600 s.  It prints USD, makespan,
 node-hours and completion per trace, the ratios, and whether the targets are met, per trace and
 condition: elastic pays at most half of what is avoidable, USD <= floor + 0.5 x (static - floor)

@@ -134,18 +134,24 @@ def observe(book: BookState, listed: NodesListed, shapes: Shapes, policy: Elasti
 
 def _spreads(book: BookState, tasks: Iterable[WaitingTask], priors: Spreads) -> Spreads:
     """The runtimes' spread of each step of these tasks: its tool's, as the book knows them (this run's
-    runtimes, then the recorded ones or the plan's), else the plan's runtimes of the step."""
+    runtimes, then the recorded ones or the plan's), when no other step of the run uses that tool (a tool
+    several steps run mixes their runtimes); else the plan's runtimes of the step."""
     steps = {t.step for t in tasks if t.step}
     if not steps:
         return ()
     tools: dict[str, str] = {}
+    steps_of_tool: dict[str, set[str]] = {}
     for job in book.jobs.values():
-        if job.step in steps and job.tool and job.step not in tools:
-            tools[job.step] = job.tool
+        if job.tool and job.step:
+            steps_of_tool.setdefault(job.tool, set()).add(job.step)
+            if job.step in steps:
+                tools.setdefault(job.step, job.tool)
     prior = dict(priors)
     out = []
     for step in sorted(steps):
-        summary = spread_summary(book.runtimes.values(tools.get(step))) or prior.get(step, ())
+        tool = tools.get(step)
+        own = tool is not None and steps_of_tool[tool] == {step}
+        summary = (spread_summary(book.runtimes.values(tool)) if own else ()) or prior.get(step, ())
         if summary:
             out.append((step, summary))
     return tuple(out)

@@ -246,3 +246,14 @@ def test_an_expected_task_s_spread_is_its_step_s_in_the_plan_until_the_book_meet
     seen = look(h, policy=AHEAD, ahead=PlanAhead(plan, None, (("split", (10.0, 12.0)),))).observed
     assert [(t.task_id, t.step) for t in seen.expected] == [("split", "split")]
     assert seen.spreads == (("split", (10.0, 12.0)),)
+
+
+def test_a_tool_several_steps_run_gives_no_step_its_spread_the_plan_s_runtimes_do():
+    """A generic tool (one sleeping tool for every step of a replayed trace) mixes the steps' runtimes:
+    a step takes the plan's runtimes of its own tasks instead, and none without them."""
+    h = Harness()
+    h.book.handle(RuntimeHistoryLoaded("sleep", (1.0, 500.0, 3000.0)), h.now)
+    h.issue("a", tool="sleep", step="dump")
+    h.issue("b", tool="sleep", step="index")
+    seen = look(h, policy=AHEAD, ahead=PlanAhead((), 0.0, (("dump", (400.0, 900.0)),))).observed
+    assert seen.spreads == (("dump", (400.0, 900.0)),)
