@@ -25,6 +25,12 @@ served by the nodes there are.  Only the work a node takes now keeps it from rel
 forecast later, nodes stayed idle longer than they saved).  With ``lead_s`` 0 this is the free room
 now and nothing else.
 
+3. A makespan allowance (``ElasticPolicy.makespan_allowance``, `plastic run --makespan-allowance`): a
+task may start up to `slack_s` later than a node bought now would start it before it is left for new
+nodes (a preemptible task waits that long for spot room only: on-demand room costs more than the spot
+node it would save), and the new nodes run a group's short tasks back to back within it
+(`back_to_back`).
+
 Why the grace: estimates run short (the first runs of a tool, a slow host), and a late task is
 usually about to end; a node bought for the work behind it arrives a boot later, by which time the
 late task has most often ended and the node stays idle.  A task still running a lead past its
@@ -237,9 +243,9 @@ def fit_ahead(queued: Sequence[WaitingTask], expected: Sequence[WaitingTask], no
 
 
 def slack_s(allowance: float, lead_s: float, runtime_s: float | None) -> float:
-    """How much later than a node bought now would start it a task of ``runtime_s`` may start on the
-    room there is, under a makespan ``allowance`` (a fraction): the allowance of the time the task takes
-    on a new node, its boot and its run (0 without an allowance)."""
+    """How much later a task of ``runtime_s`` may start on the room there is than a node bought now would
+    start it, under a makespan ``allowance`` (a fraction): that fraction of the time the task takes on a
+    new node, its boot and its run (0 without an allowance)."""
     return allowance * (lead_s + (runtime_s or 0.0)) if allowance > 0 else 0.0
 
 
@@ -254,7 +260,8 @@ def room_back_at(end: float, now: float, lead_s: float) -> float | None:
 
 class _Ahead:
     """`fit_ahead` with a lead: the groups of identical tasks, each in order of due time, are placed on
-    the rooms as time goes by on a grid (at most 2 x STEPS_PER_LEAD steps)."""
+    the rooms as time goes by on a grid (a lead and the longest wait, lead and slack, in steps of
+    lead_s / STEPS_PER_LEAD)."""
 
     def __init__(self, queued, expected, nodes, now: float, lead_s: float, allowance: float = 0.0):
         self.now, self.lead_s, self.step_s = now, lead_s, lead_s / STEPS_PER_LEAD
