@@ -246,7 +246,8 @@ def decision_time(repeats: int = 50) -> dict:
 
 
 def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: float = 0.0,
-                 conditions: tuple[str, ...] = ("calm", "interrupted"), timeout_s: float = 900.0) -> dict:
+                 conditions: tuple[str, ...] = ("calm", "interrupted"), timeout_s: float = 900.0,
+                 allowance: float = 0.0) -> dict:
     """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow):
     static and elastic, calm and with seeded interruptions; each run's outputs checked; the plan they
     are given carries the scaled runtimes (the runs' runtime estimates until they have their own).  With
@@ -271,8 +272,13 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
         sinks = sr.sinks(spot_plan["tasks"])
         chaos = ("--interrupt-rate", f"{rate:g}", "--notice-seconds", f"{notice:g}", "--seed", str(seed))
         elastic = ("--elastic", *(("--boot-seconds", f"{boot_s:g}") if boot_s > 0 else ()))
-        for label, extra in (("static calm", ()), ("elastic calm", elastic),
-                             ("static interrupted", chaos), ("elastic interrupted", (*elastic, *chaos))):
+        runs = [("static calm", ()), ("elastic calm", elastic),
+                ("static interrupted", chaos), ("elastic interrupted", (*elastic, *chaos))]
+        if allowance > 0:  # and elastic with a makespan allowance, in each condition
+            allow = (*elastic, "--makespan-allowance", f"{allowance:g}")
+            runs[2:2] = [(f"allow-{allowance:g} calm", allow)]
+            runs.append((f"allow-{allowance:g} interrupted", (*allow, *chaos)))
+        for label, extra in runs:
             if label.split()[1] in conditions:
                 rows.append(sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra, timeout=timeout_s))
     print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min (seed {seed}), "
@@ -309,6 +315,8 @@ def main() -> None:
                     help="local replay: which conditions to run (calm, interrupted or both)")
     ap.add_argument("--local-timeout", type=float, default=900.0, metavar="SECONDS",
                     help="local replay: each run's time limit")
+    ap.add_argument("--local-allowance", type=float, default=0.0, metavar="FRACTION",
+                    help="local replay: also elastic with this --makespan-allowance (needs a boot)")
     ap.add_argument("--local-boot", type=float, metavar="SECONDS",
                     help="local replay: the elastic runs' boot time (default: --boot-seconds x --local-scale)")
     ap.add_argument("--json", help="write the figures here too")
@@ -321,7 +329,8 @@ def main() -> None:
     if args.local:
         boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
         out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot,
-                                    conditions=conditions, timeout_s=args.local_timeout)
+                                    conditions=conditions, timeout_s=args.local_timeout,
+                                    allowance=args.local_allowance)
     if not args.decision:
         paths = sorted(p for p in args.trace_dir.iterdir()
                        if p.suffix == ".json" and fnmatch.fnmatch(p.name, args.traces))
