@@ -325,9 +325,12 @@ def main() -> None:
     if not conditions or set(conditions) - {"calm", "interrupted"}:
         raise SystemExit(f"bench/elastic.py: --local-conditions is calm, interrupted or both, not "
                          f"{args.local_conditions!r}")
+    boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
+    if args.local_allowance and (not 0 < args.local_allowance < 1 or boot <= 0):
+        raise SystemExit("bench/elastic.py: --local-allowance is a fraction in (0, 1) and needs a boot "
+                         "(--local-boot or --boot-seconds above 0)")
     out: dict = {"machine": machine(), "decision": decision_time()}
     if args.local:
-        boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
         out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot,
                                     conditions=conditions, timeout_s=args.local_timeout,
                                     allowance=args.local_allowance)

@@ -187,3 +187,14 @@ def test_a_local_replay_of_an_unknown_condition_is_one_line():
     assert run.returncode != 0
     assert run.stderr.strip().splitlines() == [
         "bench/elastic.py: --local-conditions is calm, interrupted or both, not 'calm,stormy'"]
+
+
+@pytest.mark.parametrize("args", [("--local-allowance", "1.5"), ("--local-allowance", "0.1", "--local-boot", "0")])
+def test_a_local_replay_allowance_outside_0_1_or_without_a_boot_is_one_line(args):
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "bench/elastic.py", "--local", "data/wfinstances/x.json", *args],
+                         cwd=root, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [
+        "bench/elastic.py: --local-allowance is a fraction in (0, 1) and needs a boot (--local-boot or "
+        "--boot-seconds above 0)"]
