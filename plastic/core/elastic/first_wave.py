@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from plastic.core.elastic.forecast import per_slot
 from plastic.core.elastic.model import ElasticPolicy
 from plastic.core.elastic.spread import spreading_steps
 from plastic.core.model import Market, NodeShape, TaskSpec
@@ -40,13 +41,11 @@ def sized_by_controller(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], 
     """The plan's tasks whose nodes the elastic controller sizes itself rather than take the plan's
     first-wave nodes: those of steps whose runtimes spread (`spreading_steps`), and, under a makespan
     allowance, the tasks short enough that two or more run back to back on one vCPU within the slack
-    (plastic.core.elastic.forecast.back_to_back: at most allowance x boot / (1 - allowance));
-    none unless the controller looks ahead (``policy.lead_s``, the boot, > 0), as only then does it do
-    either."""
+    (plastic.core.elastic.forecast.per_slot, as back_to_back counts them); none unless the controller
+    looks ahead (``policy.lead_s``, the boot, > 0), as only then does it do either."""
     if policy.lead_s <= 0:
         return frozenset()
     steps = spreading_steps(tasks, shapes, band_weight=policy.band_weight, boot_s=policy.lead_s, step=step)
-    a = min(policy.makespan_allowance, 0.99)
-    short_s = a * policy.lead_s / (1.0 - a)
+    a = policy.makespan_allowance
     return frozenset(t.id for t in tasks if step(t.id) in steps
-                     or (a > 0 and (t.runtime_s or 0.0) > 0 and t.runtime_s <= short_s))
+                     or (a > 0 and (t.runtime_s or 0.0) > 0 and per_slot(a, policy.lead_s, t.runtime_s) >= 2))

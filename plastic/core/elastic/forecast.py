@@ -249,6 +249,12 @@ def slack_s(allowance: float, lead_s: float, runtime_s: float | None) -> float:
     return allowance * (lead_s + (runtime_s or 0.0)) if allowance > 0 else 0.0
 
 
+def per_slot(allowance: float, lead_s: float, runtime_s: float) -> int:
+    """How many tasks of ``runtime_s`` (> 0) one vCPU of a new node runs back to back, each starting within
+    the slack (`slack_s`) of when a node bought now would start it: 1 + slack // runtime."""
+    return 1 + math.floor(slack_s(allowance, lead_s, runtime_s) / runtime_s + 1e-9)
+
+
 def room_back_at(end: float, now: float, lead_s: float) -> float | None:
     """When a running task's room is expected back: at the end its estimate gives; a task past that
     end is given one lead of grace (back by its end plus ``lead_s``); past the grace, never (it keeps
@@ -387,6 +393,6 @@ def back_to_back(groups: Sequence[Group], tasks: Mapping[str, WaitingTask], lead
         if allowance <= 0 or not runtime or runtime <= 0:
             out.append(g)
             continue
-        per_slot = 1 + math.floor(slack_s(allowance, lead_s, runtime) / runtime + 1e-9)
-        out.append(replace(g, task_ids=g.task_ids[:math.ceil(len(g.task_ids) / per_slot)]))
+        slots = math.ceil(len(g.task_ids) / per_slot(allowance, lead_s, runtime))
+        out.append(replace(g, task_ids=g.task_ids[:slots]))
     return out

@@ -80,17 +80,21 @@ def group_tasks(tasks: Iterable[WaitingTask], steps: frozenset[str] = frozenset(
         step = t.step if t.step in steps else None
         by_key.setdefault((t.demand.vcpus, t.demand.ram_mib, t.needs_reliable, t.instance_type, step),
                           []).append(t.task_id)
-    groups = [Group(c, r, rel, pin, tuple(sorted(ids)), step) for (c, r, rel, pin, step), ids in by_key.items()]
-    return sorted(groups, key=lambda g: g.order)
+    return _groups(by_key)
 
 
 def merge_steps(groups: Iterable[Group]) -> list[Group]:
     """Groups of like tasks again, whatever their steps (as `group_tasks` groups them without steps)."""
     by_key: dict[tuple, list[str]] = {}
     for g in groups:
-        by_key.setdefault((g.vcpus, g.ram_mib, g.needs_reliable, g.instance_type), []).extend(g.task_ids)
-    merged = [Group(c, r, rel, pin, tuple(sorted(ids))) for (c, r, rel, pin), ids in by_key.items()]
-    return sorted(merged, key=lambda g: g.order)
+        by_key.setdefault((g.vcpus, g.ram_mib, g.needs_reliable, g.instance_type, None), []).extend(g.task_ids)
+    return _groups(by_key)
+
+
+def _groups(by_key: dict[tuple, list[str]]) -> list[Group]:
+    """(vCPUs, MiB, needs reliable, pinned type, step) -> task ids, as Groups in priority order."""
+    groups = [Group(c, r, rel, pin, tuple(sorted(ids)), step) for (c, r, rel, pin, step), ids in by_key.items()]
+    return sorted(groups, key=lambda g: g.order)
 
 
 @dataclass(slots=True)

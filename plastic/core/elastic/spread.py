@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from plastic.core.elastic.packing import Group, merge_steps, task_of, tasks_of, weighted_shapes
+from plastic.core.elastic.model import WaitingTask
+from plastic.core.elastic.packing import Group, group_tasks, merge_steps, task_of, tasks_of, weighted_shapes
 from plastic.core.model import NodeShape, TaskSpec
 from plastic.core.planning.packing import PackedNode, ShapeMenu
 from plastic.core.planning.plan import step_of
@@ -121,20 +122,22 @@ def plan_spreads(tasks: Iterable[TaskSpec], step: Callable[[str], str] = step_of
 def spreading_steps(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], *, band_weight: float, boot_s: float,
                     step: Callable[[str], str] = step_of) -> frozenset[str]:
     """The plan's steps whose runtimes spread so that their tasks get other nodes than packing by room
-    gives them (`spread_nodes`), with the shapes compared as the controller compares them."""
+    gives them (`spread_nodes`), grouped and with the shapes compared as the controller does it."""
     spreads = dict(plan_spreads(tasks, step))
     menu = ShapeMenu(weighted_shapes(shapes, band_weight))
-    count: dict[tuple, int] = {}
-    for t in tasks:
-        key = (step(t.id), t.vcpus, t.ram_mib, t.preempt.max_preemptions == 0, t.instance_type)
-        count[key] = count.get(key, 0) + 1
-    out = set()
-    for (name, vcpus, ram_mib, _reliable, _pinned), n in sorted(count.items()):
-        sample = next(t for t in tasks if step(t.id) == name and (t.vcpus, t.ram_mib) == (vcpus, ram_mib))
-        summary = spreads.get(name, ())
-        if summary and spread_nodes(menu.holding(sample), vcpus, ram_mib, n, summary, boot_s) is not None:
-            out.add(name)
-    return frozenset(out)
+    waiting = (WaitingTask(t.id, t.demand, t.preempt.max_preemptions == 0, t.instance_type, step=step(t.id))
+               for t in tasks)
+    return frozenset(g.step for g in group_tasks(waiting, frozenset(spreads))
+                     if g.step and _sized(g, menu, spreads, boot_s) is not None)
+
+
+def _sized(g: Group, menu: ShapeMenu, spreads: Mapping[str, Sequence[float]],
+           boot_s: float) -> list[tuple[NodeShape, int]] | None:
+    """`spread_nodes` for a group of like tasks of one step, by its step's spread (None: no spread, or
+    it changes nothing)."""
+    summary = spreads.get(g.step or "")
+    return spread_nodes(menu.holding(task_of(g)), g.vcpus, g.ram_mib, len(g.task_ids), summary,
+                        boot_s) if summary else None
 
 
 def spread_packed(groups: Sequence[Group], menu: ShapeMenu, spreads: Mapping[str, Sequence[float]],
@@ -144,9 +147,7 @@ def spread_packed(groups: Sequence[Group], menu: ShapeMenu, spreads: Mapping[str
     nodes: list[PackedNode] = []
     rest: list[Group] = []
     for g in groups:
-        summary = spreads.get(g.step or "")
-        sized = spread_nodes(menu.holding(task_of(g)), g.vcpus, g.ram_mib, len(g.task_ids), summary,
-                             boot_s) if summary else None
+        sized = _sized(g, menu, spreads, boot_s)
         if sized is None:
             rest.append(g)
             continue
