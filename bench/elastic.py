@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import WFINSTANCES, machine  # noqa: E402
 from bench.elastic_bound import usd_lower_bound  # noqa: E402
 from bench.elastic_sim import SimResult, simulate  # noqa: E402
+from bench.elastic_twin import twin  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
 from plastic.core.elastic.controller import ElasticController  # noqa: E402
 from plastic.core.elastic.model import (  # noqa: E402
@@ -60,6 +61,7 @@ EXTRA = ("no-spread",)
 AVOIDABLE_SHARE = 0.5  # elastic may pay at most this share of what static pays above the floor
 TARGET_MAKESPAN_RATIO = 1.1
 TARGET_DECISION_MS = 20.0
+TWIN_AGREEMENT = 0.05  # a local replay's elastic/static ratio and its simulation's agree within this
 
 
 BAND_WEIGHTS = (0.0, 0.5, 1.0)  # the band rule measured: price only, the default, risk weighed twice
@@ -245,14 +247,16 @@ def decision_time(repeats: int = 50) -> dict:
     return out
 
 
-def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: float = 0.0,
+def local_replay(trace: Path, scale: float, rate: float, seeds: int = 1, boot_s: float = 0.0,
                  conditions: tuple[str, ...] = ("calm", "interrupted"), timeout_s: float = 900.0,
-                 allowance: float = 0.0) -> dict:
-    """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow):
-    static and elastic, calm and with seeded interruptions; each run's outputs checked; the plan they
-    are given carries the scaled runtimes (the runs' runtime estimates until they have their own).  With
-    ``boot_s`` > 0 the elastic runs' new agents take that long to join (`--boot-seconds`), and the
-    controller looks that far ahead."""
+                 allowance: float = 0.0, workflows: Path | None = None) -> dict:
+    """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow,
+    written to ``workflows``, by default bench/workflows):
+    static and elastic, calm and with seeded interruptions (seeds 1 to ``seeds``); each run's outputs
+    checked; the plan they are given carries the scaled runtimes (the runs' runtime estimates until they
+    have their own).  With ``boot_s`` > 0 the elastic runs' new agents take that long to join
+    (`--boot-seconds`), and the controller looks that far ahead.  Each finished pair is also simulated
+    in the replay's own world (bench/elastic_twin.py)."""
     import tempfile
 
     from bench import spot_replay as sr
@@ -263,37 +267,78 @@ def local_replay(trace: Path, scale: float, rate: float, seed: int, boot_s: floa
     with tempfile.TemporaryDirectory(prefix="plastic-elastic-") as tmp_name:
         tmp = Path(tmp_name)
         spot_plan = sr.plan(trace, tmp / "trace-plan.json")  # as `plastic plan` makes it from the trace
-        wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, sr.WORKFLOWS)
+        wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, workflows or sr.WORKFLOWS)
         # the plan the runs get carries the runtimes of the workflow they run (the trace's, scaled): the
         # elastic controller's estimates until the run has its own (plastic.core.book.runtimes.planned_runtimes)
         scaled = [t | {"runtime_s": None if t.get("runtime_s") is None else t["runtime_s"] * scale}
                   for t in spot_plan["tasks"]]
         (tmp / "plan.json").write_text(json.dumps(spot_plan | {"tasks": scaled}))
         sinks = sr.sinks(spot_plan["tasks"])
-        chaos = ("--interrupt-rate", f"{rate:g}", "--notice-seconds", f"{notice:g}", "--seed", str(seed))
         elastic = ("--elastic", *(("--boot-seconds", f"{boot_s:g}") if boot_s > 0 else ()))
-        runs = [("static calm", ()), ("elastic calm", elastic),
-                ("static interrupted", chaos), ("elastic interrupted", (*elastic, *chaos))]
-        if allowance > 0:  # and elastic with a makespan allowance, in each condition
-            allow = (*elastic, "--makespan-allowance", f"{allowance:g}")
-            runs[2:2] = [(f"allow-{allowance:g} calm", allow)]
-            runs.append((f"allow-{allowance:g} interrupted", (*allow, *chaos)))
-        for label, extra in runs:
-            if label.split()[1] in conditions:
-                rows.append(sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra, timeout=timeout_s))
-    print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min (seed {seed}), "
-          f"notice {notice:g} s, elastic boot {boot_s:g} s; {machine()}")
-    print(f"{'run':<20}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}"
+        policies = [("static", ()), ("elastic", elastic)]
+        if allowance > 0:  # and elastic with a makespan allowance
+            policies.append((f"allow-{allowance:g}", (*elastic, "--makespan-allowance", f"{allowance:g}")))
+        for condition in conditions:
+            for seed in range(1, (seeds if condition == "interrupted" else 1) + 1):
+                chaos = (("--interrupt-rate", f"{rate:g}", "--notice-seconds", f"{notice:g}", "--seed", str(seed))
+                         if condition == "interrupted" else ())
+                for policy, extra in policies:
+                    label = f"{policy} {condition}" + (f" seed {seed}" if chaos else "")
+                    row = sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra, *chaos, timeout=timeout_s)
+                    rows.append(row | {"policy": policy, "condition": condition, "seed": seed if chaos else None})
+        twins = twin_rows(rows, tmp, notice)
+    print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min "
+          f"(seeds 1-{seeds}), notice {notice:g} s, elastic boot {boot_s:g} s; {machine()}")
+    print(f"{'run':<28}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}"
           f"{'lost':>5}")
     for row in rows:
         r = row.get("report") or {}
         cl = r.get("clusters", [])
-        print(f"{row['label']:<20}{'yes' if sr.completed(row) else 'NO':>5}{r.get('makespan_s', float('nan')):>11.1f}"
+        print(f"{row['label']:<28}{'yes' if sr.completed(row) else 'NO':>5}{r.get('makespan_s', float('nan')):>11.1f}"
               f"{sum(c['agent_hours'] for c in cl):>9.4f}{r.get('cost_usd', float('nan')):>10.6f}"
               f"{sum(c.get('peak_nodes', 0) for c in cl):>5}{sum(c.get('nodes_released', 0) for c in cl):>9}"
               f"{sum(c['agents_lost'] for c in cl):>5}")
-    return {"trace": trace.name, "scale": scale, "rate": rate, "seed": seed, "boot_s": boot_s,
-            "rows": [{k: v for k, v in row.items() if k != "report"} | {"report": row.get("report")} for row in rows]}
+    print_twins(twins)
+    return {"trace": trace.name, "scale": scale, "rate": rate, "seeds": seeds, "boot_s": boot_s,
+            "rows": [{k: v for k, v in row.items() if k != "report"} | {"report": row.get("report")} for row in rows],
+            "twins": twins}
+
+
+def twin_rows(rows: list[dict], tmp: Path, notice_s: float) -> list[dict]:
+    """Each finished pair of a policy and static in one condition and seed, simulated in the replay's own
+    world (bench/elastic_twin.py), beside the replay's ratio; and per policy and condition over seeds,
+    the mean ratios."""
+    from bench import spot_replay as sr
+
+    where = {(r["policy"], r["condition"], r["seed"]): tmp / r["label"].replace(" ", "-")
+             for r in rows if sr.completed(r)}
+    pairs = []
+    for (policy, condition, seed), policy_dir in where.items():
+        static_dir = where.get(("static", condition, seed))
+        if policy != "static" and static_dir is not None:
+            pairs.append({"policy": policy, "condition": condition, "seed": seed}
+                         | twin(tmp / "plan.json", static_dir, policy_dir, notice_s=notice_s))
+    means = []
+    for key in dict.fromkeys((p["policy"], p["condition"]) for p in pairs if p["seed"] is not None):
+        of = [p for p in pairs if (p["policy"], p["condition"]) == key]
+        if len(of) > 1:
+            means.append({"policy": key[0], "condition": key[1], "seed": "mean"}
+                         | {k: statistics.fmean(p[k] for p in of) for k in ("replayed_ratio", "simulated_ratio")})
+    return pairs + means
+
+
+def print_twins(twins: list[dict]) -> None:
+    if not twins:
+        return
+    print(f"\nthe replay simulated in its own world (bench/elastic_twin.py: measured runtimes, issue lags and "
+          f"interruptions, the local cluster's billing); target: within {TWIN_AGREEMENT:.0%}")
+    print(f"{'run':<34}{'replayed':>9}{'simulated':>10}  verdict")
+    for t in twins:
+        apart = abs(t["replayed_ratio"] / t["simulated_ratio"] - 1)
+        verdict = f"{apart:.1%} apart: " + ("agree" if apart <= TWIN_AGREEMENT else "do NOT agree")
+        seed = "" if t["seed"] is None else f" seed {t['seed']}"
+        print(f"{t['policy'] + '/static ' + t['condition'] + seed:<34}{t['replayed_ratio']:>9.3f}"
+              f"{t['simulated_ratio']:>10.3f}  {verdict}")
 
 
 def main() -> None:
@@ -311,6 +356,7 @@ def main() -> None:
                     help="also replay this trace through plastic run on the local cluster, static and elastic")
     ap.add_argument("--local-scale", type=float, default=0.25, help="runtime factor of the local replay")
     ap.add_argument("--local-rate", type=float, default=0.5, help="local replay: interruptions/spot agent/minute")
+    ap.add_argument("--local-seeds", type=int, default=1, help="local replay: interrupted runs per policy")
     ap.add_argument("--local-conditions", default="calm,interrupted",
                     help="local replay: which conditions to run (calm, interrupted or both)")
     ap.add_argument("--local-timeout", type=float, default=900.0, metavar="SECONDS",
@@ -325,13 +371,15 @@ def main() -> None:
     if not conditions or set(conditions) - {"calm", "interrupted"}:
         raise SystemExit(f"bench/elastic.py: --local-conditions is calm, interrupted or both, not "
                          f"{args.local_conditions!r}")
+    if args.local_seeds < 1:
+        raise SystemExit(f"bench/elastic.py: --local-seeds is 1 or more, not {args.local_seeds}")
     boot = args.boot_seconds * args.local_scale if args.local_boot is None else args.local_boot
     if args.local_allowance and (not 0 < args.local_allowance < 1 or boot <= 0):
         raise SystemExit("bench/elastic.py: --local-allowance is a fraction in (0, 1) and needs a boot "
                          "(--local-boot or --boot-seconds above 0)")
     out: dict = {"machine": machine(), "decision": decision_time()}
     if args.local:
-        out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seed=1, boot_s=boot,
+        out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seeds=args.local_seeds, boot_s=boot,
                                     conditions=conditions, timeout_s=args.local_timeout,
                                     allowance=args.local_allowance)
     if not args.decision:

@@ -26,7 +26,9 @@ Spot interruptions: a Poisson process per spot node with a rate that follows its
 interrupted about once an hour, one of the <5% band once in six hours, one of the >20% band 1.7 times
 an hour), AWS's 120 s notice: at the notice the node takes nothing new and a task that cannot end 30 s
 before the end is stopped and queued again; at the end the node dies and what still runs on it is
-queued again (a preemption; preempt=N tasks go to reliable nodes after N of them).
+queued again (a preemption; preempt=N tasks go to reliable nodes after N of them).  Those are the
+defaults of the world's rules (``world``: bench/sim_world.SimWorld); bench/elastic_twin.py sets them to
+what a local replay measured.
 """
 
 from __future__ import annotations
@@ -34,11 +36,21 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from bench.baselines import toil_binpacked_fit
+from bench.sim_world import (
+    MIN_BILLED_S,
+    NOTICE_MARGIN_S,
+    NOTICE_S,
+    REFERENCE_RISK,
+    SimNode,
+    SimResult,
+    SimTask,
+    SimWorld,
+    trace_step,
+)
 from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.first_wave import sized_by_controller, starting_nodes
 from plastic.core.elastic.forecast import Stage, TaskProgress, due_in_s, earliest_start
@@ -59,107 +71,18 @@ from plastic.core.elastic.spread import plan_spreads
 from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
 from plastic.core.planning.plan import Plan
 
-NOTICE_S = 120.0
-NOTICE_MARGIN_S = 30.0
-MIN_BILLED_S = 60.0
-REFERENCE_RISK = 0.15  # a band with this middle is interrupted rate_per_hour times an hour
-
-
-@dataclass
-class SimTask:
-    spec: TaskSpec
-    waiting_parents: int
-    children: list[str] = field(default_factory=list)
-    state: str = "waiting"  # waiting / queued / running / done
-    node: str | None = None
-    started_at: float = 0.0
-    attempt: int = 0
-    preemptions: int = 0
-    queued_at: float = 0.0
-
-    @property
-    def runtime_s(self) -> float:
-        return max(self.spec.runtime_s or 1.0, 0.001)
-
-    @property
-    def needs_reliable(self) -> bool:
-        limit = self.spec.preempt.max_preemptions
-        return limit == 0 or (limit is not None and self.preemptions >= limit)
-
-
-@dataclass
-class SimNode:
-    node_id: str
-    shape: NodeShape
-    cluster: str
-    created_at: float
-    ready_at: float
-    state: NodeState = NodeState.PENDING
-    ended_at: float | None = None
-    tasks: set[str] = field(default_factory=set)
-    used_vcpus: int = 0
-    used_ram_mib: int = 0
-    idle_since: float | None = None
-    cordoned: bool = False
-    noticed_at: float | None = None
-    released: bool = False
-    # where its money goes (Simulation._account): vCPU-seconds of tasks that finished or were thrown away
-    # by a preemption, and the seconds with at least one task on it, up to ``mark``
-    mark: float = 0.0
-    done_vcpu_s: float = 0.0
-    lost_vcpu_s: float = 0.0
-    occupied_s: float = 0.0
-
-    @property
-    def spot(self) -> bool:
-        return self.shape.market is Market.SPOT
-
-    @property
-    def takes_work(self) -> bool:
-        return self.state is NodeState.READY and not self.cordoned and self.noticed_at is None
-
-    def cost_usd(self, end: float) -> float:
-        stop = self.ended_at if self.ended_at is not None else end
-        return self.shape.usd_per_hour * max(stop - self.created_at, MIN_BILLED_S) / 3600.0
-
-    def spend_usd(self, boot_s: float) -> dict[str, float]:
-        """Its cost taken apart (the node ended): boot; the vCPU-seconds of tasks that finished (work) or
-        were thrown away (lost); the vCPUs left unused while some task ran (partial); ready with no task
-        (empty); the rest of the minimum charge (minimum).  The parts add up to cost_usd."""
-        life = (self.ended_at or self.created_at) - self.created_at
-        boot = min(boot_s, life)
-        usd_per_s = self.shape.usd_per_hour / 3600.0
-        vcpus = self.shape.usable.vcpus
-        work, lost = self.done_vcpu_s / vcpus, self.lost_vcpu_s / vcpus
-        return {"boot": usd_per_s * boot, "work": usd_per_s * work, "lost": usd_per_s * lost,
-                "partial": usd_per_s * (self.occupied_s - work - lost),
-                "empty": usd_per_s * (life - boot - self.occupied_s),
-                "minimum": usd_per_s * max(MIN_BILLED_S - life, 0.0)}
-
-
-@dataclass(frozen=True)
-class SimResult:
-    policy: str
-    interruptions_on: bool
-    usd: float
-    makespan_s: float
-    node_hours: float
-    completion: float
-    interruptions: int
-    preemptions: int
-    peak_nodes: int
-    nodes_bought: int
-    # where the money went (SimNode.spend_usd): "reliable <part>" and "spot <part>" -> USD
-    spend_usd: dict[str, float] = field(default_factory=dict)
-
+__all__ = ["MIN_BILLED_S", "NOTICE_MARGIN_S", "NOTICE_S", "REFERENCE_RISK", "SimNode", "SimResult", "SimTask",
+           "SimWorld", "Simulation", "simulate", "trace_step"]
 
 class Simulation:
     def __init__(self, tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, *,
                  seed: int = 1, rate_per_hour: float = 0.0, boot_s: float = 60.0, look_s: float = 5.0,
                  reactive_idle_s: float = 600.0, elastic_policy: ElasticPolicy | None = None,
                  horizon_s: float = 7 * 86400.0, estimate_factor: float = 1.0,
-                 forecast_dag: bool = True, wake_s: float = 1.0, spreads: bool = True):
+                 forecast_dag: bool = True, wake_s: float = 1.0, spreads: bool = True,
+                 world: SimWorld | None = None):
         self.policy = policy
+        self.world = world = world or SimWorld()
         self.shapes = list(shapes)
         self.by_name = {(s.instance_type.name, s.market): s for s in self.shapes}
         self.rng = random.Random(seed)
@@ -174,8 +97,7 @@ class Simulation:
         # the elastic controller's estimates: the trace's runtimes x estimate_factor (< 1: tasks overrun them)
         self.estimate_factor = estimate_factor
         self.forecast_dag = forecast_dag  # False: no waves forecast from the DAG, as a run through Toil sees it
-        self.estimated = [replace(t, runtime_s=None if t.runtime_s is None else t.runtime_s * estimate_factor)
-                          for t in tasks]
+        self.estimated = [replace(t, runtime_s=self._estimate_of(t)) for t in tasks]
         for t in tasks:
             for p in t.parents:
                 self.tasks[p].children.append(t.id)
@@ -192,19 +114,21 @@ class Simulation:
         elif policy == "reactive-cold":  # Toil's scaler as users start it: no workers, the reliable node only
             planned = tuple(n for n in plan.nodes if n.market is Market.ON_DEMAND)[:1]
         else:  # the plan's first wave, but for the nodes of steps whose runtimes spread (the controller's)
-            later = (sized_by_controller(tasks, shapes, elastic_policy or ElasticPolicy(), trace_step) if spreads
-                     else frozenset())
+            later = (sized_by_controller(self.estimated, shapes, elastic_policy or ElasticPolicy(), world.step)
+                     if spreads else frozenset())
             planned = starting_nodes(plan.nodes, plan.tasks, later)
             held_back = len(planned) < len(starting_nodes(plan.nodes, plan.tasks))
+        if world.first_nodes is not None:
+            planned = tuple(world.first_nodes)
         # each step's runtimes as the shell knows them before the run has its own: the plan's (the trace's)
-        self.spreads = plan_spreads(tasks, trace_step) if spreads else ()
+        self.spreads = plan_spreads(self.estimated, world.step) if spreads else ()
         for n in planned:
-            self._buy(self.by_name[(n.instance_type, n.market)], n.cluster)
+            self._buy(self.by_name[(n.instance_type, n.market)], n.cluster, world.first_boot_s)
         names = {(n.instance_type, n.market): n.cluster for n in plan.nodes}
         self.controller = ElasticController(self.shapes, elastic_policy or ElasticPolicy(), cluster_names=names)
         for t in self.tasks.values():
             if t.waiting_parents == 0:
-                self._queue(t)
+                self._issue(t)
         if policy != "static":
             self._at(self.look_s, "look", ())
             if policy == "elastic" and held_back and 0 < self.wake_s < self.look_s:
@@ -215,15 +139,31 @@ class Simulation:
     def _at(self, t: float, kind: str, args: tuple) -> None:
         heapq.heappush(self.events, (t, next(self.seq), kind, args))
 
-    def _buy(self, shape: NodeShape, cluster: str) -> str:
+    def _estimate_of(self, t: TaskSpec) -> float | None:
+        """What the elastic controller is told a task runs for: the world's estimate, or its runtime x
+        estimate_factor (below 1, the tasks overrun them)."""
+        if self.world.estimates_s is not None:
+            return self.world.estimates_s.get(t.id)
+        return None if t.runtime_s is None else t.runtime_s * self.estimate_factor
+
+    def _buy(self, shape: NodeShape, cluster: str, boot_s: float | None = None) -> str:
         node_id = f"n{next(self.node_ids)}"
-        self.nodes[node_id] = SimNode(node_id, shape, cluster, self.now, self.now + self.boot_s)
-        self._at(self.now + self.boot_s, "ready", (node_id,))
+        ready_at = self.now + (self.boot_s if boot_s is None else boot_s)
+        self.nodes[node_id] = SimNode(node_id, shape, cluster, self.now, ready_at)
+        self._at(ready_at, "ready", (node_id,))
         self.peak = max(self.peak, sum(1 for n in self.nodes.values() if n.ended_at is None))
         return node_id
 
     def _queue(self, t: SimTask) -> None:
         t.state, t.node, t.queued_at = "queued", None, self.now
+
+    def _issue(self, t: SimTask) -> None:
+        """Its parents have ended: queued now, or after the world's issue lag (the engine's)."""
+        lag = self.world.issue_lag_s.get(t.spec.id, 0.0)
+        if lag > 0:
+            self._at(self.now + lag, "issue", (t.spec.id,))
+        else:
+            self._queue(t)
 
     def _account(self, n: SimNode) -> None:
         """Bring the node's time tally to now (before any change of what runs on it)."""
@@ -285,6 +225,8 @@ class Simulation:
             self._at(self.now + t.runtime_s, "end", (t.spec.id, t.attempt))
 
     def _risk_rate_per_s(self, shape: NodeShape) -> float:
+        if not self.world.by_band:
+            return self.rate_per_hour / 3600.0
         band = shape.instance_type.spot_interruption_band
         return self.rate_per_hour * BAND_RISK.get(band or "", UNKNOWN_BAND_RISK) / REFERENCE_RISK / 3600.0
 
@@ -295,7 +237,12 @@ class Simulation:
         if n.ended_at is not None:
             return
         n.state, n.idle_since = NodeState.READY, self.now
-        if n.spot and self.rate_per_hour > 0:
+        if n.spot and self.world.notices is not None:  # the world's own interruptions (a replay's)
+            heard = self.world.notices.get(int(node_id.removeprefix("n")) - 1)
+            if heard is not None:
+                n.notice_window_s = heard[1]
+                self._at(self.now + heard[0], "notice", (node_id,))
+        elif n.spot and self.rate_per_hour > 0:
             self._at(self.now + self.rng.expovariate(self._risk_rate_per_s(n.shape)), "notice", (node_id,))
 
     def _on_end(self, task_id: str, attempt: int) -> None:
@@ -307,16 +254,27 @@ class Simulation:
         if not n.tasks:
             n.idle_since = self.now
         t.state, t.node = "done", None
-        if self.policy == "elastic" and self.wake_s > 0 and self.wake_at is None:
-            self.wake_at = self.now + self.wake_s
-            self._at(self.wake_at, "wake", ())
+        self._wake_soon()
         self.done += 1
         self.last_end = self.now
         for c in t.children:
             child = self.tasks[c]
             child.waiting_parents -= 1
             if child.waiting_parents == 0:
-                self._queue(child)
+                self._issue(child)
+
+    def _on_issue(self, task_id: str) -> None:
+        """A task the engine issues a lag after its parents ended: queued, and looked at soon, as the
+        provisioner looks once Toil's issues stop coming."""
+        self._queue(self.tasks[task_id])
+        self._wake_soon()
+
+    def _wake_soon(self) -> None:
+        """Elastic: a look ``wake_s`` from now, unless one is due already (the provisioner's look after a
+        task's end or Toil's issues: plastic.framework.provisioner)."""
+        if self.policy == "elastic" and self.wake_s > 0 and self.wake_at is None:
+            self.wake_at = self.now + self.wake_s
+            self._at(self.wake_at, "wake", ())
 
     def _on_notice(self, node_id: str) -> None:
         n = self.nodes[node_id]
@@ -325,15 +283,16 @@ class Simulation:
         self.interruptions += 1
         n.noticed_at = self.now
         n.state = NodeState.DRAINING
+        window_s = self.world.notice_s if n.notice_window_s is None else n.notice_window_s
         for task_id in sorted(n.tasks):  # those that cannot end before the margin are stopped now
             t = self.tasks[task_id]
-            if t.started_at + t.runtime_s > self.now + NOTICE_S - NOTICE_MARGIN_S:
+            if t.started_at + t.runtime_s > self.now + window_s - self.world.margin_s:
                 self._drop(n, t, finished=False)
                 t.attempt += 1
                 t.preemptions += 1
                 self.preemptions += 1
                 self._queue(t)
-        self._at(self.now + NOTICE_S, "death", (node_id,))
+        self._at(self.now + window_s, "death", (node_id,))
 
     def _on_death(self, node_id: str) -> None:
         n = self.nodes[node_id]
@@ -347,13 +306,13 @@ class Simulation:
             self._elastic()
         elif self.policy in ("reactive", "reactive-cold"):
             self._reactive()
-        if self.done < len(self.tasks):
+        if self.done < len(self.tasks) or self.world.end_lag_s > 0:  # the policy looks till the run's end
             self._at(self.now + self.look_s, "look", ())
 
     def _wake(self) -> None:
         """A look soon after a task ended (no new periodic look: those go on every look_s)."""
         self.wake_at = None
-        if self.done < len(self.tasks):
+        if self.done < len(self.tasks) or self.world.end_lag_s > 0:
             self._elastic()
 
     def _view(self, n: SimNode) -> NodeView:
@@ -379,13 +338,14 @@ class Simulation:
 
     def _estimate_s(self, t: SimTask) -> float:
         """What the elastic controller is told a task runs for (it runs ``t.runtime_s``)."""
-        return t.runtime_s * self.estimate_factor
+        estimate = self.world.estimates_s.get(t.spec.id) if self.world.estimates_s is not None else None
+        return t.runtime_s * self.estimate_factor if estimate is None else max(estimate, 0.001)
 
     def _waiting(self, t: SimTask, due_in_s: float = 0.0) -> WaitingTask:
         estimate = self._estimate_s(t) if self.controller.policy.lead_s > 0 else None
         return WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
                            self.now - t.queued_at if t.state == "queued" else 0.0, due_in_s, estimate,
-                           trace_step(t.spec.id) if self.spreads else None)
+                           self.world.step(t.spec.id) if self.spreads else None)
 
     def _elastic(self) -> None:
         queued = tuple(self._waiting(t) for t in self.tasks.values() if t.state == "queued")
@@ -445,8 +405,11 @@ class Simulation:
 
     def run(self) -> SimResult:
         handlers = {"ready": self._on_ready, "end": self._on_end, "notice": self._on_notice,
-                    "death": self._on_death, "look": self._look, "wake": self._wake}
-        while self.events and self.done < len(self.tasks):
+                    "death": self._on_death, "look": self._look, "wake": self._wake,
+                    "issue": self._on_issue}
+        # the run goes on till its last task ends, and the world's end lag after it (its policy still looking)
+        while self.events and (self.done < len(self.tasks)
+                               or self.events[0][0] <= self.last_end + self.world.end_lag_s):
             t = self.events[0][0]
             if t > self.horizon_s:
                 break
@@ -455,25 +418,20 @@ class Simulation:
                 _, _, kind, args = heapq.heappop(self.events)
                 handlers[kind](*args)
             self._place()
-        end = self.last_end if self.done == len(self.tasks) else self.now
+        end = self.last_end + self.world.end_lag_s if self.done == len(self.tasks) else self.now
         spend: dict[str, float] = {}
         for n in self.nodes.values():
             if n.ended_at is None:
                 self.now = max(end, n.created_at)
                 self._account(n)
                 n.ended_at = self.now
-            for part, usd in n.spend_usd(self.boot_s).items():
+            for part, usd in n.spend_usd(self.boot_s, self.world.min_billed_s).items():
                 key = f"{'spot' if n.spot else 'reliable'} {part}"
                 spend[key] = spend.get(key, 0.0) + usd
-        usd = sum(n.cost_usd(end) for n in self.nodes.values())
+        usd = sum(n.cost_usd(end, self.world.min_billed_s) for n in self.nodes.values())
         hours = sum(max((n.ended_at or end) - n.created_at, 0.0) for n in self.nodes.values()) / 3600.0
         return SimResult(self.policy, self.rate_per_hour > 0, usd, end, hours, self.done / max(len(self.tasks), 1),
                          self.interruptions, self.preemptions, self.peak, len(self.nodes), spend)
-
-
-def trace_step(task_id: str) -> str:
-    """A WfCommons task's step: its name without its number ("fasterq-dump_ID0000003", "mProject_00000002")."""
-    return re.sub(r"_(ID)?\d+$", "", task_id)
 
 
 def simulate(tasks: Sequence[TaskSpec], plan: Plan, shapes: Sequence[NodeShape], policy: str, **kw) -> SimResult:

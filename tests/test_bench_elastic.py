@@ -198,3 +198,11 @@ def test_a_local_replay_allowance_outside_0_1_or_without_a_boot_is_one_line(args
     assert run.stderr.strip().splitlines() == [
         "bench/elastic.py: --local-allowance is a fraction in (0, 1) and needs a boot (--local-boot or "
         "--boot-seconds above 0)"]
+
+
+def test_a_local_replay_without_a_seed_is_one_line():
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "bench/elastic.py", "--local", "data/wfinstances/x.json", "--local-seeds", "0"],
+                         cwd=root, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == ["bench/elastic.py: --local-seeds is 1 or more, not 0"]

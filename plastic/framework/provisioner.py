@@ -1,8 +1,9 @@
 """Provisioner: the elastic controller's shell in the batch system (decides nothing itself).
 
-Every ``interval_s``, and sooner when the Toil leader issues work or a task ends (once it has been
-quiet for ``BATCH_IDLE_S``: a burst of jobs is looked at together, as Karpenter batches pending pods;
-a node whose last task ended is released within about that, not a whole interval later), it
+Every ``interval_s``, and sooner when the Toil leader issues work (once it has been quiet for
+``BATCH_IDLE_S``: a burst of jobs is looked at together, as Karpenter batches pending pods) or a task
+ends (``BATCH_IDLE_S`` after the first end since the last look, however many more end meanwhile: a node
+whose last task ended is released within about that, not a whole interval later), it
 lists the provider's nodes (off the Framework's lock), moves their times onto the book's clock (the
 controller's) and, under the lock, hands them (NodesListed) with the book to the ElasticMachine
 (plastic.core.elastic.machine), whose observation (plastic.core.elastic.observation) joins them with
@@ -49,7 +50,8 @@ from plastic.providers import NodeRequest, Provider, ProviderError, ProviderNode
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_S = 5.0
-BATCH_IDLE_S = 1.0  # after a job is issued, the look waits until no other came for this long
+BATCH_IDLE_S = 1.0  # after a job is issued, the look waits until no other came for this long; after a task
+# ends, the look comes this long after (other tasks ending meanwhile do not put it off)
 
 
 class Provisioner:
@@ -66,6 +68,8 @@ class Provisioner:
         self.wall_clock = wall_clock
         self._stop = threading.Event()
         self._nudged = threading.Event()  # set when Toil issues a job or a task ends, and by stop()
+        self._issued = threading.Event()  # Toil issued a job since the loop last heard
+        self._end_look_at: float | None = None  # monotonic: the look a task's end asks for (first end + quiet)
         self._thread: threading.Thread | None = None
         self._provider_down = False
         # the controller and the plan-ahead state of its observation: the plan's tasks are expected until
@@ -76,8 +80,8 @@ class Provisioner:
     def start(self) -> Provisioner:
         with self.framework.lock:
             self._begin(self.framework.clock())
-        self.framework.on_issued.append(self._nudged.set)
-        self.framework.on_attempt_ended.append(self._nudged.set)
+        self.framework.on_issued.append(self._on_issued)
+        self.framework.on_attempt_ended.append(self._on_attempt_ended)
         self._thread = threading.Thread(target=self._loop, name="plastic-provisioner", daemon=True)
         self._thread.start()
         return self
@@ -98,17 +102,33 @@ class Provisioner:
             except Exception:  # the provisioner must survive anything; the run goes on with what it has
                 log.exception("elastic provisioning step failed")
 
+    def _on_issued(self) -> None:
+        self._issued.set()
+        self._nudged.set()
+
+    def _on_attempt_ended(self) -> None:
+        if self._end_look_at is None:
+            self._end_look_at = time.monotonic() + BATCH_IDLE_S
+        self._nudged.set()
+
     def _wait_for_look(self) -> None:
-        """Until the next look: ``interval_s`` from the last one, or sooner once Toil has issued work or a
-        task has ended and then nothing more for ``BATCH_IDLE_S`` (never later than ``interval_s``)."""
+        """Until the next look: ``interval_s`` from the last one, or sooner: ``BATCH_IDLE_S`` after the
+        first task's end since the last look, or once Toil has issued work and then nothing more for
+        ``BATCH_IDLE_S``.  What the callbacks set is read at every wake, so a nudge missed between a wake
+        and the next wait is not lost."""
         deadline = time.monotonic() + self.interval_s
-        if not self._nudged.wait(self.interval_s):
-            return
+        quiet_until: float | None = None
         while not self._stop.is_set():
+            if self._issued.is_set():
+                self._issued.clear()
+                quiet_until = time.monotonic() + BATCH_IDLE_S
+            due = min(t for t in (deadline, self._end_look_at, quiet_until) if t is not None)
+            left = due - time.monotonic()
+            if left <= 0:
+                break
+            self._nudged.wait(left)
             self._nudged.clear()
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._nudged.wait(min(BATCH_IDLE_S, left)):
-                return
+        self._end_look_at = None  # this look sees every end so far
 
     def _begin(self, started_at: float | None) -> None:
         """Record the machine's configuration, once, before its first step (under the Framework's lock)."""

@@ -126,6 +126,36 @@ def test_a_task_that_ends_is_looked_at_soon_so_its_node_goes_when_done():
         prov.stop(timeout_s=30)
 
 
+def test_tasks_ending_one_after_another_do_not_put_off_the_look():
+    """While tasks keep ending less than BATCH_IDLE_S apart (a wide wave's tail), the look still comes
+    about BATCH_IDLE_S after the first end, not at the next interval: the node whose last task ended
+    first is released then (the local montage replay kept one 4 s longer when ends postponed the look)."""
+    import threading
+
+    fw, provider, _, rec, clock, core = setup()
+    prov, looked = telling_provisioner(fw, provider)
+    prov.start()
+    stop_ending = threading.Event()
+    ends = []
+
+    def keep_ending() -> None:  # an end every tenth of a second, until the look came (a minute at most)
+        while not stop_ending.is_set() and len(ends) < 600:
+            for listener in list(fw.on_attempt_ended):
+                listener()
+            ends.append(True)
+            stop_ending.wait(0.1)
+
+    ender = threading.Thread(target=keep_ending)
+    ender.start()
+    try:
+        assert looked.wait(60), "no look within a minute of steady task ends (the interval is 10 minutes)"
+        assert ender.is_alive()  # the look came while tasks were still ending
+    finally:
+        stop_ending.set()
+        ender.join(10)
+        prov.stop(timeout_s=30)
+
+
 def test_an_idle_node_is_cordoned_then_terminated_and_never_the_reliable_one():
     fw, provider, prov, rec, clock, core = setup()
     core_node = provider.nodes[core]

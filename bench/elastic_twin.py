@@ -1,0 +1,145 @@
+"""The simulation of a local replay's own world, for bench/elastic.py --local.
+
+`bench/elastic.py --local TRACE` replays a trace through `plastic run` on the local cluster, static and
+elastic, and the issue asks that the replay's elastic/static ratio agree with the simulation's.  The
+full-scale simulation does not simulate that replay, though: on this machine every task of the replay
+runs for its sleep plus the start of a Toil worker, several seconds on two cores (montage's tasks of a
+quarter second take six); Toil's leader takes its own time to issue the first tasks; the local cluster's
+first agents are up when the run's clock starts, and the report pays agents by the second, from the
+run's start or an elastic agent's creation, with no minimum charge; and its interruptions come at one
+rate for every spot agent, with the notice scaled to the replay.
+
+`twin` sets bench/elastic_sim.py's world (bench/sim_world.SimWorld) to what a finished replay measured
+and simulates that replay's policies in it:
+
+- each task runs for the wall time of its attempt that finished (its ``ended`` record);
+- it is issued as long after its last parent ended (a root: after the run started) as it was in the
+  replay (its first ``issued`` record), and the run ends as long after its last task as the replay did;
+- the nodes the run starts with are the replay's: the plan's (static) or the elastic cluster's first
+  (plastic.core.elastic.first_wave.starting_nodes), capped at --max-agents as the local cluster caps
+  them (plastic.core.planning.local_shape), up at the start and paid from it; a node the controller buys
+  boots for --boot-seconds; no minimum charge;
+- interruptions: the replay's own, node by node in the order the nodes came (the local cluster numbers
+  its agents so): a spot node is noticed as long after it was up as the replay's agent of that number
+  was (its ``notice`` record: when plastic heard it, and the window left; an agent plastic met before
+  Toil issued its first job was up at the start, a later one when plastic met it), and ends when the window
+  does; a task that cannot end a quarter of the local notice before that is stopped, as the JobBook's
+  margin does (plastic.core.book.notices).  A node the replay never had is never interrupted;
+- the controller is the run's: its max nodes, idle time, boot looked ahead and makespan allowance (its
+  run.json), told each task's step as the replay's workflow names it (a step per task) and the plan's
+  runtimes as its estimates.
+
+Each policy runs with its own replay's measurements and interruptions, so the two simulated runs differ
+as the replayed ones did only by what the policy did.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bench.elastic_sim import SimResult, simulate
+from bench.sim_world import SimWorld
+from plastic.catalogs import load_catalog
+from plastic.core.elastic.first_wave import sized_by_controller, starting_nodes
+from plastic.core.elastic.model import ElasticPolicy
+from plastic.core.model import node_shapes
+from plastic.core.planning.local_shape import local_shape
+from plastic.core.planning.plan import Plan, plan_from_json
+
+MARGIN_SHARE = 0.25  # the JobBook keeps a quarter of a short notice's window as its margin
+UNBOUNDED = 10**9  # the local cluster's cap on agents counts agents, not the machine's size
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a finished replay measured of its tasks (the module docstring)."""
+
+    walls_s: dict[str, float]  # task -> wall time of its attempt that finished
+    issue_lags_s: dict[str, float]  # task -> from its last parent's end (or the run's start) to its issue
+    end_lag_s: float  # from the last task's end to the run's end
+    settings: dict  # the run's run.json
+    # agent number -> (seconds after it was up that plastic heard its notice, seconds left then)
+    notices: dict[int, tuple[float, float]]
+
+
+def measured(where: Path, plan: Plan) -> Measured:
+    """Read a replay's run (``where``: its directory, with report.json and run/) against its plan."""
+    report = json.loads((where / "report.json").read_text())
+    settings = json.loads((where / "run" / "run.json").read_text())
+    step_of_job: dict[str, str] = {}
+    issued_at: dict[str, float] = {}
+    ended_at: dict[str, float] = {}
+    walls: dict[str, float] = {}
+    seen_at: dict[str, float] = {}
+    notices: dict[int, tuple[float, float]] = {}
+    started_at = report["started_at"]
+    with (where / "run" / "decisions.jsonl").open() as lines:
+        for line in lines:
+            rec = json.loads(line)
+            if rec.get("kind") == "agent":  # one met before Toil's first issue was up at the start
+                seen_at.setdefault(rec["agent_id"], rec["t"] if issued_at else started_at)
+            elif rec.get("kind") == "notice" and rec.get("notice_kind") == "terminate":
+                number = int(rec["agent_id"].rsplit("-S", 1)[1])
+                up_at = seen_at.get(rec["agent_id"], started_at)
+                notices.setdefault(number, (max(rec["t"] - up_at, 0.0), max(float(rec["window_s"]), 0.0)))
+            elif rec.get("kind") == "issued" and rec.get("step"):
+                step_of_job[str(rec["job_id"])] = rec["step"]
+                issued_at.setdefault(rec["step"], rec["t"])
+            elif rec.get("kind") == "ended" and rec.get("outcome") == "finished":
+                task = step_of_job.get(str(rec.get("job_id")))
+                if task is not None and rec.get("wall_time_s"):
+                    walls[task], ended_at[task] = float(rec["wall_time_s"]), rec["t"]
+    missing = [t.id for t in plan.tasks if t.id not in walls or t.id not in issued_at]
+    if missing:
+        raise ValueError(f"{where}: {len(missing)} task(s) did not finish in the replay, e.g. {missing[0]}")
+    lags = {t.id: max(issued_at[t.id] - max((ended_at[p] for p in t.parents), default=started_at), 0.0)
+            for t in plan.tasks}
+    return Measured(walls, lags, max(report["ended_at"] - max(ended_at.values()), 0.0), settings, notices)
+
+
+def _policy(settings: dict) -> ElasticPolicy:
+    """The elastic controller's policy as `plastic run` built it from these settings
+    (plastic.framework.elastic_options.build_provisioner)."""
+    return ElasticPolicy(max_nodes=settings.get("max_nodes") or settings["max_agents"],
+                         idle_s=float(settings["idle_s"]), lead_s=float(settings.get("boot_s") or 0.0),
+                         makespan_allowance=float(settings.get("makespan_allowance") or 0.0))
+
+
+def simulate_replay(plan: Plan, m: Measured, *, elastic: bool, notice_s: float) -> SimResult:
+    """One replayed run, simulated in its own world (the module docstring)."""
+    shapes = node_shapes(load_catalog(m.settings.get("catalog_path")))
+    policy = _policy(m.settings)
+    tasks = tuple(replace(t, runtime_s=m.walls_s[t.id]) for t in plan.tasks)
+    first = (starting_nodes(plan.nodes, plan.tasks, sized_by_controller(plan.tasks, shapes, policy)) if elastic
+             else plan.nodes)
+    first = local_shape(first, machine_vcpus=UNBOUNDED, machine_ram_mib=UNBOUNDED,
+                        max_agents=int(m.settings["max_agents"])).nodes
+    world = SimWorld(notice_s=notice_s, margin_s=MARGIN_SHARE * notice_s, min_billed_s=0.0, first_boot_s=0.0,
+                     notices=m.notices, issue_lag_s=m.issue_lags_s, end_lag_s=m.end_lag_s, step=_own_step,
+                     estimates_s={t.id: t.runtime_s for t in plan.tasks if t.runtime_s is not None},
+                     first_nodes=first)
+    kw = {"elastic_policy": policy} if elastic else {}
+    return simulate(tasks, plan, shapes, "elastic" if elastic else "static", boot_s=policy.lead_s, world=world,
+                    **kw)
+
+
+def _own_step(task_id: str) -> str:
+    """The replay's workflow has a step per task, named by the task."""
+    return task_id
+
+
+def twin(plan_path: Path, static_dir: Path, elastic_dir: Path, *, notice_s: float) -> dict:
+    """A replayed pair (static and a policy, in one condition and seed) and the pair simulated in its own
+    world: each run's cost and makespan, and the two elastic/static ratios."""
+    plan = plan_from_json(json.loads(plan_path.read_text()), source=str(plan_path))
+    static = simulate_replay(plan, measured(static_dir, plan), elastic=False, notice_s=notice_s)
+    elastic = simulate_replay(plan, measured(elastic_dir, plan), elastic=True, notice_s=notice_s)
+    replayed = [json.loads((d / "report.json").read_text()) for d in (static_dir, elastic_dir)]
+    return {"replayed_ratio": replayed[1]["cost_usd"] / replayed[0]["cost_usd"],
+            "simulated_ratio": elastic.usd / static.usd,
+            "replayed_usd": [r["cost_usd"] for r in replayed], "simulated_usd": [static.usd, elastic.usd],
+            "replayed_makespan_s": [r["makespan_s"] for r in replayed],
+            "simulated_makespan_s": [static.makespan_s, elastic.makespan_s],
+            "simulated_interruptions": [static.interruptions, elastic.interruptions]}
