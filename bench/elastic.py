@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import WFINSTANCES, machine  # noqa: E402
 from bench.elastic_bound import usd_lower_bound  # noqa: E402
 from bench.elastic_sim import SimResult, simulate  # noqa: E402
-from bench.elastic_twin import twin  # noqa: E402
+from bench.elastic_twin import Run, print_twins, twin_pairs  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
 from plastic.core.elastic.controller import ElasticController  # noqa: E402
 from plastic.core.elastic.model import (  # noqa: E402
@@ -61,7 +61,6 @@ EXTRA = ("no-spread",)
 AVOIDABLE_SHARE = 0.5  # elastic may pay at most this share of what static pays above the floor
 TARGET_MAKESPAN_RATIO = 1.1
 TARGET_DECISION_MS = 20.0
-TWIN_AGREEMENT = 0.05  # a local replay's elastic/static ratio and its simulation's agree within this
 
 
 BAND_WEIGHTS = (0.0, 0.5, 1.0)  # the band rule measured: price only, the default, risk weighed twice
@@ -249,7 +248,7 @@ def decision_time(repeats: int = 50) -> dict:
 
 def local_replay(trace: Path, scale: float, rate: float, seeds: int = 1, boot_s: float = 0.0,
                  conditions: tuple[str, ...] = ("calm", "interrupted"), timeout_s: float = 900.0,
-                 allowance: float = 0.0, workflows: Path | None = None) -> dict:
+                 allowance: float = 0.0, workflows: Path | None = None, keep: Path | None = None) -> dict:
     """The trace replayed through `plastic run` on the local cluster (bench/spot_replay.py's workflow,
     written to ``workflows``, by default bench/workflows):
     static and elastic, calm and with seeded interruptions (seeds 1 to ``seeds``); each run's outputs
@@ -257,6 +256,7 @@ def local_replay(trace: Path, scale: float, rate: float, seeds: int = 1, boot_s:
     have their own).  With ``boot_s`` > 0 the elastic runs' new agents take that long to join
     (`--boot-seconds`), and the controller looks that far ahead.  Each finished pair is also simulated
     in the replay's own world (bench/elastic_twin.py)."""
+    import contextlib
     import tempfile
 
     from bench import spot_replay as sr
@@ -264,7 +264,10 @@ def local_replay(trace: Path, scale: float, rate: float, seeds: int = 1, boot_s:
     sr.OFFLINE = True
     notice = 120.0 * scale
     rows = []
-    with tempfile.TemporaryDirectory(prefix="plastic-elastic-") as tmp_name:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(str(keep)) if keep is not None
+          else tempfile.TemporaryDirectory(prefix="plastic-elastic-")) as tmp_name:
         tmp = Path(tmp_name)
         spot_plan = sr.plan(trace, tmp / "trace-plan.json")  # as `plastic plan` makes it from the trace
         wf = sr.write_workflow(spot_plan, trace.name.removesuffix(".json"), scale, workflows or sr.WORKFLOWS)
@@ -286,7 +289,7 @@ def local_replay(trace: Path, scale: float, rate: float, seeds: int = 1, boot_s:
                     label = f"{policy} {condition}" + (f" seed {seed}" if chaos else "")
                     row = sr.run(label, wf, tmp / "plan.json", tmp, sinks, *extra, *chaos, timeout=timeout_s)
                     rows.append(row | {"policy": policy, "condition": condition, "seed": seed if chaos else None})
-        twins = twin_rows(rows, tmp, notice)
+        twins = twin_rows(rows, tmp)
     print(f"\nlocal replay: {trace.name}, runtimes x {scale:g}, interruptions {rate:g}/spot agent/min "
           f"(seeds 1-{seeds}), notice {notice:g} s, elastic boot {boot_s:g} s; {machine()}")
     print(f"{'run':<28}{'done':>5}{'makespan s':>11}{'agent-h':>9}{'cost USD':>10}{'peak':>5}{'released':>9}"
@@ -304,41 +307,13 @@ def local_replay(trace: Path, scale: float, rate: float, seeds: int = 1, boot_s:
             "twins": twins}
 
 
-def twin_rows(rows: list[dict], tmp: Path, notice_s: float) -> list[dict]:
-    """Each finished pair of a policy and static in one condition and seed, simulated in the replay's own
-    world (bench/elastic_twin.py), beside the replay's ratio; and per policy and condition over seeds,
-    the mean ratios."""
+def twin_rows(rows: list[dict], tmp: Path) -> list[dict]:
+    """The finished runs of a local replay, each pair of a policy and static simulated in its own world."""
     from bench import spot_replay as sr
 
-    where = {(r["policy"], r["condition"], r["seed"]): tmp / r["label"].replace(" ", "-")
-             for r in rows if sr.completed(r)}
-    pairs = []
-    for (policy, condition, seed), policy_dir in where.items():
-        static_dir = where.get(("static", condition, seed))
-        if policy != "static" and static_dir is not None:
-            pairs.append({"policy": policy, "condition": condition, "seed": seed}
-                         | twin(tmp / "plan.json", static_dir, policy_dir, notice_s=notice_s))
-    means = []
-    for key in dict.fromkeys((p["policy"], p["condition"]) for p in pairs if p["seed"] is not None):
-        of = [p for p in pairs if (p["policy"], p["condition"]) == key]
-        if len(of) > 1:
-            means.append({"policy": key[0], "condition": key[1], "seed": "mean"}
-                         | {k: statistics.fmean(p[k] for p in of) for k in ("replayed_ratio", "simulated_ratio")})
-    return pairs + means
-
-
-def print_twins(twins: list[dict]) -> None:
-    if not twins:
-        return
-    print(f"\nthe replay simulated in its own world (bench/elastic_twin.py: measured runtimes, issue lags and "
-          f"interruptions, the local cluster's billing); target: within {TWIN_AGREEMENT:.0%}")
-    print(f"{'run':<34}{'replayed':>9}{'simulated':>10}  verdict")
-    for t in twins:
-        apart = abs(t["replayed_ratio"] / t["simulated_ratio"] - 1)
-        verdict = f"{apart:.1%} apart: " + ("agree" if apart <= TWIN_AGREEMENT else "do NOT agree")
-        seed = "" if t["seed"] is None else f" seed {t['seed']}"
-        print(f"{t['policy'] + '/static ' + t['condition'] + seed:<34}{t['replayed_ratio']:>9.3f}"
-              f"{t['simulated_ratio']:>10.3f}  {verdict}")
+    finished = [Run(r["policy"], r["condition"], r["seed"], tmp / r["label"].replace(" ", "-"))
+                for r in rows if sr.completed(r)]
+    return twin_pairs(finished, tmp / "plan.json")
 
 
 def main() -> None:
@@ -357,6 +332,8 @@ def main() -> None:
     ap.add_argument("--local-scale", type=float, default=0.25, help="runtime factor of the local replay")
     ap.add_argument("--local-rate", type=float, default=0.5, help="local replay: interruptions/spot agent/minute")
     ap.add_argument("--local-seeds", type=int, default=1, help="local replay: interrupted runs per policy")
+    ap.add_argument("--local-keep", type=Path, metavar="DIR",
+                    help="local replay: keep each run's directory (records, report) here, for bench/elastic_twin.py")
     ap.add_argument("--local-conditions", default="calm,interrupted",
                     help="local replay: which conditions to run (calm, interrupted or both)")
     ap.add_argument("--local-timeout", type=float, default=900.0, metavar="SECONDS",
@@ -381,7 +358,7 @@ def main() -> None:
     if args.local:
         out["local"] = local_replay(args.local, args.local_scale, args.local_rate, seeds=args.local_seeds, boot_s=boot,
                                     conditions=conditions, timeout_s=args.local_timeout,
-                                    allowance=args.local_allowance)
+                                    allowance=args.local_allowance, keep=args.local_keep)
     if not args.decision:
         paths = sorted(p for p in args.trace_dir.iterdir()
                        if p.suffix == ".json" and fnmatch.fnmatch(p.name, args.traces))

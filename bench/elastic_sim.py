@@ -17,6 +17,8 @@ A WfCommons trace's DAG runs on nodes that a *policy* buys and releases:
 - ``reactive-cold``: the same scaler started as Toil's is (no worker nodes, minNodes 0): from the plan's
   reliable node alone, as every policy here keeps one.
 
+What the elastic and reactive policies see and do at a look is in bench/sim_policies.py.
+
 The world: a task is queued when its parents have finished; queued tasks are placed (reliable first,
 larger first, preemptible work on spot nodes first, the tightest node that fits: the JobBook's rules)
 whenever something changes; a task runs for its trace runtime.  Nodes are paid for per second from
@@ -39,7 +41,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bench.baselines import toil_binpacked_fit
+from bench.sim_policies import elastic_look, reactive_look
 from bench.sim_world import (
     MIN_BILLED_S,
     NOTICE_MARGIN_S,
@@ -53,22 +55,13 @@ from bench.sim_world import (
 )
 from plastic.core.elastic.controller import ElasticController
 from plastic.core.elastic.first_wave import sized_by_controller, starting_nodes
-from plastic.core.elastic.forecast import Stage, TaskProgress, due_in_s, earliest_start
 from plastic.core.elastic.model import (
-    ClusterObserved,
-    CordonNode,
-    CreateNodes,
     ElasticPolicy,
-    NodesCreated,
     NodeState,
-    NodeView,
-    TerminateNode,
-    UncordonNode,
-    WaitingTask,
 )
 from plastic.core.elastic.packing import BAND_RISK, UNKNOWN_BAND_RISK
 from plastic.core.elastic.spread import plan_spreads
-from plastic.core.model import RELIABLE, Market, NodeShape, Resources, TaskSpec
+from plastic.core.model import Market, NodeShape, TaskSpec
 from plastic.core.planning.plan import Plan
 
 __all__ = ["MIN_BILLED_S", "NOTICE_MARGIN_S", "NOTICE_S", "REFERENCE_RISK", "SimNode", "SimResult", "SimTask",
@@ -130,9 +123,10 @@ class Simulation:
             if t.waiting_parents == 0:
                 self._issue(t)
         if policy != "static":
-            self._at(self.look_s, "look", ())
+            self._at(world.policy_starts_s + self.look_s, "look", ())
             if policy == "elastic" and held_back and 0 < self.wake_s < self.look_s:
-                self._at(self.wake_s, "look", ())  # the provisioner looks a second after Toil issues work
+                # the provisioner looks a second after Toil issues work
+                self._at(world.policy_starts_s + self.wake_s, "look", ())
 
     # ------------------------------------------------------------ the world
 
@@ -272,7 +266,8 @@ class Simulation:
     def _wake_soon(self) -> None:
         """Elastic: a look ``wake_s`` from now, unless one is due already (the provisioner's look after a
         task's end or Toil's issues: plastic.framework.provisioner)."""
-        if self.policy == "elastic" and self.wake_s > 0 and self.wake_at is None:
+        if (self.policy == "elastic" and self.wake_s > 0 and self.wake_at is None
+                and self.now >= self.world.policy_starts_s):
             self.wake_at = self.now + self.wake_s
             self._at(self.wake_at, "wake", ())
 
@@ -303,9 +298,9 @@ class Simulation:
 
     def _look(self) -> None:
         if self.policy == "elastic":
-            self._elastic()
+            elastic_look(self)
         elif self.policy in ("reactive", "reactive-cold"):
-            self._reactive()
+            reactive_look(self)
         if self.done < len(self.tasks) or self.world.end_lag_s > 0:  # the policy looks till the run's end
             self._at(self.now + self.look_s, "look", ())
 
@@ -313,93 +308,7 @@ class Simulation:
         """A look soon after a task ended (no new periodic look: those go on every look_s)."""
         self.wake_at = None
         if self.done < len(self.tasks) or self.world.end_lag_s > 0:
-            self._elastic()
-
-    def _view(self, n: SimNode) -> NodeView:
-        state = n.state
-        if state is NodeState.READY and n.noticed_at is not None:
-            state = NodeState.DRAINING
-        return NodeView(n.node_id, n.cluster, n.shape.name, n.shape.market, state, n.shape.usable,
-                        n.shape.usd_per_hour, n.created_at, Resources(n.used_vcpus, n.used_ram_mib), len(n.tasks),
-                        n.idle_since if not n.tasks and state is NodeState.READY else None, n.ended_at, n.released)
-
-    def _expected(self, views: Sequence[NodeView]) -> tuple[WaitingTask, ...]:
-        """Waiting tasks due within the controller's lead time, by the forecast of plastic.core.elastic.forecast
-        on the trace's runtimes (the estimates the plan was made with); queued work starts once one of
-        the nodes (``views``, this look's) is up."""
-        lead_s = self.controller.policy.lead_s
-        if lead_s <= 0 or not self.forecast_dag:
-            return ()
-        progress = {i: TaskProgress(Stage(t.state), t.started_at if t.state == "running" else None)
-                    for i, t in self.tasks.items() if t.state != "waiting"}
-        start_at = earliest_start(views, self.now, lead_s)
-        due = due_in_s(self.estimated, progress, self.now, lead_s=lead_s, start_at=start_at)
-        return tuple(self._waiting(self.tasks[i], d) for i, d in sorted(due.items()) if d <= lead_s)
-
-    def _estimate_s(self, t: SimTask) -> float:
-        """What the elastic controller is told a task runs for (it runs ``t.runtime_s``)."""
-        estimate = self.world.estimates_s.get(t.spec.id) if self.world.estimates_s is not None else None
-        return t.runtime_s * self.estimate_factor if estimate is None else max(estimate, 0.001)
-
-    def _waiting(self, t: SimTask, due_in_s: float = 0.0) -> WaitingTask:
-        estimate = self._estimate_s(t) if self.controller.policy.lead_s > 0 else None
-        return WaitingTask(t.spec.id, t.spec.demand, t.needs_reliable, t.spec.instance_type,
-                           self.now - t.queued_at if t.state == "queued" else 0.0, due_in_s, estimate,
-                           self.world.step(t.spec.id) if self.spreads else None)
-
-    def _elastic(self) -> None:
-        queued = tuple(self._waiting(t) for t in self.tasks.values() if t.state == "queued")
-        views = tuple(self._view(n) for n in self.nodes.values())
-        if self.controller.policy.lead_s > 0:
-            views = tuple(replace(v, task_ends=tuple(
-                (self.tasks[i].started_at + self._estimate_s(self.tasks[i]), self.tasks[i].spec.demand)
-                for i in sorted(self.nodes[v.node_id].tasks))) for v in views)
-        out = self.controller.handle(ClusterObserved(queued, views, self._expected(views), self.spreads), self.now)
-        for o in out:
-            if isinstance(o, CreateNodes):
-                shape = self.by_name[(o.instance_type, o.market)]
-                ids = tuple(self._buy(shape, o.cluster) for _ in range(o.count))
-                self.controller.handle(NodesCreated(o.request, ids), self.now)
-            elif isinstance(o, CordonNode):
-                self.nodes[o.node_id].cordoned = True
-            elif isinstance(o, UncordonNode):
-                self.nodes[o.node_id].cordoned = False
-            elif isinstance(o, TerminateNode):
-                n = self.nodes[o.node_id]
-                if n.tasks:
-                    raise AssertionError(f"the controller terminated {o.node_id} with tasks running")
-                n.released = True
-                self._end_node(n, NodeState.GONE)
-
-    def _reactive(self) -> None:
-        free = [n for n in self.nodes.values() if n.ended_at is None and n.noticed_at is None]
-        rooms = {n.node_id: [n.shape.usable.vcpus - n.used_vcpus, n.shape.usable.ram_mib - n.used_ram_mib,
-                             not n.spot] for n in free}
-        waiting = []
-        for t in sorted((t for t in self.tasks.values() if t.state == "queued"),
-                        key=lambda t: (not t.needs_reliable, -t.spec.ram_mib, -t.spec.vcpus, t.spec.id)):
-            room = next((r for r in rooms.values() if r[0] >= t.spec.vcpus and r[1] >= t.spec.ram_mib
-                         and (r[2] or not t.needs_reliable)), None)
-            if room is None:
-                waiting.append(t)
-            else:
-                room[0] -= t.spec.vcpus
-                room[1] -= t.spec.ram_mib
-        if waiting:
-            specs = [TaskSpec(t.spec.id, t.spec.vcpus, t.spec.ram_mib,
-                              RELIABLE if t.needs_reliable else t.spec.preempt,
-                              t.spec.runtime_s) for t in waiting]
-            for packed in toil_binpacked_fit(specs, self.shapes, ensure_on_demand=False):
-                self._buy(packed.shape, "core" if packed.shape.reliable else f"burst-{packed.shape.name}")
-        reliable = [n for n in free if not n.spot]
-        for n in sorted(free, key=lambda n: n.node_id):
-            if (n.state is NodeState.READY and not n.tasks and n.idle_since is not None
-                    and self.now - n.idle_since >= self.reactive_idle_s
-                    and not (not n.spot and len(reliable) <= 1)):
-                n.released = True
-                self._end_node(n, NodeState.GONE)
-                if not n.spot:
-                    reliable.remove(n)
+            elastic_look(self)
 
     # ------------------------------------------------------------ run
 

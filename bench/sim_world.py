@@ -136,6 +136,9 @@ class SimWorld:
     notices: Mapping[int, tuple[float, float]] | None = None
     issue_lag_s: Mapping[str, float] = field(default_factory=dict)  # task -> queued this long after its parents end
     end_lag_s: float = 0.0  # the run ends this long after its last task (the nodes still up are paid to then)
+    # the policy starts this long after the run (plastic's controller starts with Toil's batch system, once
+    # the leader is up): it looks first a look interval later, and not at all before
+    policy_starts_s: float = 0.0
     step: Callable[[str], str] = trace_step  # a task's step, as the controller is told it
     estimates_s: Mapping[str, float] | None = None  # task -> the controller's estimate (None: its runtime)
     first_nodes: Sequence[PlannedNode] | None = None  # the nodes a run starts with (None: the policy's own)

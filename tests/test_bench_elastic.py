@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bench.elastic_sim import MIN_BILLED_S, Simulation, simulate
+from bench.sim_policies import waiting_task
 from plastic.core.model import (
     PREEMPTIBLE,
     RELIABLE,
@@ -93,7 +94,7 @@ def test_short_estimates_are_what_the_controller_is_told_and_the_tasks_still_run
     tasks = dag()
     sim = Simulation(tasks, plan_of(tasks), SHAPES, "elastic", boot_s=60.0, estimate_factor=0.5,
                      elastic_policy=ElasticPolicy(lead_s=60.0))
-    assert sim._waiting(sim.tasks["sort0"]).runtime_s == 150.0
+    assert waiting_task(sim, sim.tasks["sort0"]).runtime_s == 150.0
     assert {t.id: t.runtime_s for t in sim.estimated}["merge"] == 15.0
     res = sim.run()
     assert res.completion == 1.0 and res.makespan_s >= 30 + 300 + 30  # the critical path at full runtimes
@@ -202,7 +203,8 @@ def test_a_local_replay_allowance_outside_0_1_or_without_a_boot_is_one_line(args
 
 def test_a_local_replay_without_a_seed_is_one_line():
     root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "bench/elastic.py", "--local", "data/wfinstances/x.json", "--local-seeds", "0"],
+    run = subprocess.run([sys.executable, "bench/elastic.py", "--local", "data/wfinstances/x.json",
+                          "--local-seeds", "0"],
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert run.stderr.strip().splitlines() == ["bench/elastic.py: --local-seeds is 1 or more, not 0"]

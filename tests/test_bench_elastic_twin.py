@@ -5,6 +5,9 @@ ending after its own, interruptions at one rate for every spot node, a notice an
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +137,19 @@ def test_a_local_replay_is_simulated_in_its_own_world_from_what_it_recorded(tmp_
     assert pair["simulated_ratio"] > 0
     out = capsys.readouterr().out
     assert "the replay simulated in its own world" in out and "elastic/static calm" in out
+
+
+def test_a_directory_that_is_no_kept_replay_is_one_line(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "bench/elastic_twin.py", str(tmp_path)], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [f"bench/elastic_twin.py: {tmp_path} holds no plan.json: not a kept "
+                                               "local replay"]
+    (tmp_path / "plan.json").write_text("{}")
+    (tmp_path / "static-calm").mkdir()
+    (tmp_path / "static-calm" / "report.json").write_text(json.dumps({"outcome": "failed"}))
+    run = subprocess.run([sys.executable, "bench/elastic_twin.py", str(tmp_path)], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [f"bench/elastic_twin.py: {tmp_path} holds no finished run"]
