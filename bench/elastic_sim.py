@@ -334,7 +334,7 @@ class Simulation:
                 self.now = max(end, n.created_at)
                 self._account(n)
                 n.ended_at = self.now
-            for part, usd in n.spend_usd(self.boot_s, self.world.min_billed_s).items():
+            for part, usd in n.spend_usd(self.world.min_billed_s).items():
                 key = f"{'spot' if n.spot else 'reliable'} {part}"
                 spend[key] = spend.get(key, 0.0) + usd
         usd = sum(n.cost_usd(end, self.world.min_billed_s) for n in self.nodes.values())

@@ -72,6 +72,7 @@ class Measured:
     walls_s: dict[str, float]  # task -> wall time of its attempt that finished
     issue_lags_s: dict[str, float]  # task -> from its last parent's end (or the run's start) to its issue
     end_lag_s: float  # from the last task's end to the run's end
+    report: dict  # the run's report.json
     settings: dict  # the run's run.json
     # agent number -> (seconds after it was up that plastic heard its notice, seconds left then)
     notices: dict[int, tuple[float, float]]
@@ -99,9 +100,9 @@ def measured(where: Path, plan: Plan) -> Measured:
             elif rec.get("kind") == "agent":  # one met before Toil's first issue was up at the start
                 seen_at.setdefault(rec["agent_id"], rec["t"] if issued_at else started_at)
             elif rec.get("kind") == "notice" and rec.get("notice_kind") == "terminate":
-                number = int(rec["agent_id"].rsplit("-S", 1)[1])
                 up_at = seen_at.get(rec["agent_id"], started_at)
-                notices.setdefault(number, (max(rec["t"] - up_at, 0.0), max(float(rec["window_s"]), 0.0)))
+                heard = (max(rec["t"] - up_at, 0.0), max(float(rec["window_s"]), 0.0))
+                notices.setdefault(_agent_number(rec["agent_id"]), heard)
             elif rec.get("kind") == "issued" and rec.get("step"):
                 step_of_job[str(rec["job_id"])] = rec["step"]
                 issued_at.setdefault(rec["step"], rec["t"])
@@ -114,9 +115,14 @@ def measured(where: Path, plan: Plan) -> Measured:
         raise ValueError(f"{where}: {len(missing)} task(s) did not finish in the replay, e.g. {missing[0]}")
     lags = {t.id: max(issued_at[t.id] - max((ended_at[p] for p in t.parents), default=started_at), 0.0)
             for t in plan.tasks}
-    return Measured(walls, lags, max(report["ended_at"] - max(ended_at.values()), 0.0), settings, notices,
+    return Measured(walls, lags, max(report["ended_at"] - max(ended_at.values()), 0.0), report, settings, notices,
                     0.0 if policy_at is None else max(policy_at - started_at, 0.0),
-                    frozenset(int(agent.rsplit("-S", 1)[1]) for agent in seen_at))
+                    frozenset(_agent_number(agent) for agent in seen_at))
+
+
+def _agent_number(agent_id: str) -> int:
+    """The local cluster numbers its agents as it creates them: "<master id>-S<number>"."""
+    return int(agent_id.rsplit("-S", 1)[1])
 
 
 def _policy(settings: dict) -> ElasticPolicy:
@@ -155,13 +161,13 @@ def _own_step(task_id: str) -> str:
     return task_id
 
 
-def twin(plan_path: Path, static_dir: Path, elastic_dir: Path) -> dict:
+def twin(plan: Plan, static_dir: Path, elastic_dir: Path) -> dict:
     """A replayed pair (static and a policy, in one condition and seed) and the pair simulated in its own
     world: each run's cost and makespan, and the two elastic/static ratios."""
-    plan = plan_from_json(json.loads(plan_path.read_text()), source=str(plan_path))
-    static = simulate_replay(plan, measured(static_dir, plan), elastic=False)
-    elastic = simulate_replay(plan, measured(elastic_dir, plan), elastic=True)
-    replayed = [json.loads((d / "report.json").read_text()) for d in (static_dir, elastic_dir)]
+    runs = [measured(static_dir, plan), measured(elastic_dir, plan)]
+    static = simulate_replay(plan, runs[0], elastic=False)
+    elastic = simulate_replay(plan, runs[1], elastic=True)
+    replayed = [m.report for m in runs]
     return {"replayed_ratio": replayed[1]["cost_usd"] / replayed[0]["cost_usd"],
             "simulated_ratio": elastic.usd / static.usd,
             "replayed_usd": [r["cost_usd"] for r in replayed], "simulated_usd": [static.usd, elastic.usd],
@@ -183,9 +189,10 @@ class Run(NamedTuple):
 def twin_pairs(runs: Sequence[Run], plan_path: Path) -> list[dict]:
     """Each pair of a policy and static in one condition and seed, simulated in its own world (`twin`);
     then per policy and condition over two seeds or more, the mean ratios."""
+    plan = plan_from_json(json.loads(plan_path.read_text()), source=str(plan_path))
     static = {(r.condition, r.seed): r.where for r in runs if r.policy == "static"}
     pairs = [{"policy": r.policy, "condition": r.condition, "seed": r.seed}
-             | twin(plan_path, static[r.condition, r.seed], r.where)
+             | twin(plan, static[r.condition, r.seed], r.where)
              for r in runs if r.policy != "static" and (r.condition, r.seed) in static]
     means = []
     for key in dict.fromkeys((p["policy"], p["condition"]) for p in pairs if p["seed"] is not None):

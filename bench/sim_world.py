@@ -83,12 +83,13 @@ class SimNode:
         stop = self.ended_at if self.ended_at is not None else end
         return self.shape.usd_per_hour * max(stop - self.created_at, min_billed_s) / 3600.0
 
-    def spend_usd(self, boot_s: float, min_billed_s: float = MIN_BILLED_S) -> dict[str, float]:
-        """Its cost taken apart (the node ended): boot; the vCPU-seconds of tasks that finished (work) or
-        were thrown away (lost); the vCPUs left unused while some task ran (partial); ready with no task
-        (empty); the rest of the minimum charge (minimum).  The parts add up to cost_usd."""
+    def spend_usd(self, min_billed_s: float = MIN_BILLED_S) -> dict[str, float]:
+        """Its cost taken apart (the node ended): boot (from its creation to its being up); the vCPU-seconds
+        of tasks that finished (work) or were thrown away (lost); the vCPUs left unused while some task ran
+        (partial); ready with no task (empty); the rest of the minimum charge (minimum).  The parts add up
+        to cost_usd."""
         life = (self.ended_at or self.created_at) - self.created_at
-        boot = min(boot_s, life, max(self.ready_at - self.created_at, 0.0))
+        boot = min(life, max(self.ready_at - self.created_at, 0.0))
         usd_per_s = self.shape.usd_per_hour / 3600.0
         vcpus = self.shape.usable.vcpus
         work, lost = self.done_vcpu_s / vcpus, self.lost_vcpu_s / vcpus
