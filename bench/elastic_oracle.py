@@ -40,6 +40,7 @@ import heapq
 import itertools
 import math
 import random
+import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -255,7 +256,7 @@ def search(schedules: Schedules, shapes: Sequence[NodeShape], iterations: int, d
     fresh = permutations(schedules, draws, rng)  # the blind placement is judged on draws it was not chosen on
     width = sum(schedules.vcpus[r] for r in schedules.roots)
     known: tuple[float, str] = (math.inf, "")
-    blind: tuple[float, float, str] = (math.inf, math.inf, "")  # chosen on `worlds`, judged on `fresh`
+    blind: tuple[float, list[float], str] = (math.inf, [], "")  # chosen on `worlds`, judged on `fresh`
     for nodes in node_sets(shapes, width):
         start = first_placement(schedules, nodes)
         if start is None:
@@ -276,8 +277,11 @@ def search(schedules: Schedules, shapes: Sequence[NodeShape], iterations: int, d
             known = min(known, (value, what))
             value, placement = improve(expected, start, nodes, schedules, iterations // 4, rng)
             if value < blind[0]:
-                blind = (value, expected(placement, fresh), what)
-    return {"known_usd": known[0], "known_nodes": known[1], "blind_usd": blind[1], "blind_nodes": blind[2]}
+                blind = (value, [usd(placement, w) for w in fresh], what)
+    judged = blind[1] or [math.inf]
+    spread = statistics.stdev(judged) / math.sqrt(len(judged)) if len(judged) > 1 else 0.0
+    return {"known_usd": known[0], "known_nodes": known[1], "blind_usd": statistics.fmean(judged),
+            "blind_error_usd": spread, "blind_nodes": blind[2]}
 
 
 def describe(nodes: Sequence[Node], drained: frozenset[int]) -> str:
@@ -301,6 +305,7 @@ def run_trace(path: Path, iterations: int, draws: int) -> dict:
     return {"trace": path.name, "static_usd": static.usd, "cap_s": cap_s, "floor": floor / static.usd,
             "target": target / static.usd, "known": found["known_usd"] / static.usd,
             "known_nodes": found["known_nodes"], "blind": found["blind_usd"] / static.usd,
+            "blind_error": found["blind_error_usd"] / static.usd,
             "blind_nodes": found["blind_nodes"]}
 
 
@@ -320,12 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"schedules that know more than the controller; {machine()}; boot {BOOT_S:g} s, calm, "
           f"{args.iterations} swaps, {args.permutations} runtime draws; USD over static's")
-    print("| trace | floor | target | known runtimes | its nodes | blind (expected) | its nodes |")
+    print("| trace | floor | target | known runtimes | its nodes | blind (expected, +- its standard error) | its nodes |")
     print("|---|--:|--:|--:|---|--:|---|")
     for path in paths:
         row = run_trace(path, args.iterations, args.permutations)
         print(f"| {row['trace']} | {row['floor']:.4f} | {row['target']:.4f} | {row['known']:.4f} | "
-              f"{row['known_nodes']} | {row['blind']:.4f} | {row['blind_nodes']} |", flush=True)
+              f"{row['known_nodes']} | {row['blind']:.4f} +- {row['blind_error']:.4f} | {row['blind_nodes']} |", flush=True)
     return 0
 
 

@@ -31,6 +31,13 @@ no policy escapes:
 - the busy time: the work the reliable node does not take, at the cheapest price per vCPU-second of
   any shape.
 
+Work no policy may run on spot (`preempt: false`; a task allowed some preemptions may start there) is
+held to on-demand capacity: the reliable node takes it first (any other order leaves more of it to
+pay for); what it cannot take is paid at the cheapest on-demand price per vCPU-second, and the vCPUs
+bought include at least the on-demand vCPUs that work needs by the same two rules (its work in the
+window, its tasks across the middle at once), so the boots are the cheapest set of nodes with that
+many on-demand vCPUs and the whole need in all.
+
 A policy that replaces a reliable node it lost or released keeps no single node throughout (the
 elastic controller and the reactive scaler do so in a few percent of random runs).  The floor is meant
 to hold for it too: the replaced node's time can be traded for spot capacity, which costs less per vCPU
@@ -45,7 +52,8 @@ A run's floor (`run_floor`, what `plastic report` prints) is that bound with wha
   ``--boot-seconds`` is no rule of its policy (its first nodes run tasks from its first second: a floor
   with that boot would be false of the run itself);
 - the tasks that finished, each with the vCPUs it asked for and the wall time of its attempt that
-  finished.  The report does not know the DAG's parents: the longest task stands in for the critical
+  finished, all counted as preemptible (the records do not say which had to run on demand: a lower
+  floor, still a floor).  The report does not know the DAG's parents: the longest task stands in for the critical
   path.  The critical path is at least that long and the floor only grows with it, as it does with every
   task's runtime and with every task added, so the stand-in, and any task the records leave out (a
   resumed run's adopted ones), give a lower floor, still a floor;
@@ -61,7 +69,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from plastic.core.model import InstanceType, Market, NodeShape, Resources, TaskSpec
+from plastic.core.model import PREEMPTIBLE, InstanceType, Market, NodeShape, Resources, TaskSpec
 
 MIN_BILLED_S = 60.0  # bench/elastic_sim.py's minimum charge of a node
 RUN_BOOT_S = 0.0  # a run's floor: its first nodes booted before its clock started, unpaid
@@ -99,7 +107,7 @@ def _cheapest_vcpus_table(shapes: Sequence[NodeShape], vcpus: int) -> list[float
     """For k = 0..vcpus: the least hourly price of nodes with at least k usable vCPUs in all."""
     best = [0.0] + [math.inf] * max(vcpus, 0)
     for k in range(1, vcpus + 1):
-        best[k] = min(s.usd_per_hour + best[max(k - s.usable.vcpus, 0)] for s in shapes)
+        best[k] = min((s.usd_per_hour + best[max(k - s.usable.vcpus, 0)] for s in shapes), default=math.inf)
     return best
 
 
@@ -112,31 +120,71 @@ def usd_lower_bound(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], cap_
                     min_billed_s: float = MIN_BILLED_S, one_reliable_node: bool = True) -> float:
     """No policy that keeps one reliable node alive (unless `one_reliable_node` is False) and finishes
     `tasks` by `cap_s` pays less (math.inf when `cap_s` is shorter than the boot plus the critical path,
-    or no shape can be the reliable node)."""
+    or no shape can be the reliable node, or reliable work has no on-demand shape to run on)."""
     end_s = boot_s + critical_path_s(tasks)
     if cap_s < end_s - 1e-9 * end_s:  # a run that ends at the critical path, summed in another order
         return math.inf
     cap_s = max(cap_s, end_s)
     window_s = cap_s - boot_s
-    work = sum(t.vcpus * runtime_s(t) for t in tasks)
-    # a task longer than half the window runs across its middle; one of exactly half (a chain of two
-    # such halves, summed in another order) may not, so the test leaves the last bits of a float out
-    across_middle = sum(t.vcpus for t in tasks if runtime_s(t) > window_s / 2 * (1 + 1e-9))
+    on_demand = [s for s in shapes if s.market is Market.ON_DEMAND]
     usd_per_vcpu_s = min((s.usd_per_hour / s.usable.vcpus for s in shapes), default=math.inf) / 3600.0
+    on_demand_usd_per_vcpu_s = min((s.usd_per_hour / s.usable.vcpus for s in on_demand), default=math.inf) / 3600.0
     boot_charge_s = max(boot_s, min_billed_s - window_s)
-    cores = ([(s.usd_per_hour * max(end_s, min_billed_s) / 3600.0, s.usable.vcpus)
-              for s in shapes if s.market is Market.ON_DEMAND] if one_reliable_node else [(0.0, 0)])
-    rests = [max(work - vcpus * window_s, 0.0) for _, vcpus in cores]
-    needs = [max(math.ceil(rest / window_s - 1e-9) if window_s > 0 else 0, across_middle - vcpus, 0)
-             for rest, (_, vcpus) in zip(rests, cores)]
+    cores = ([(s.usd_per_hour * max(end_s, min_billed_s) / 3600.0, s.usable.vcpus) for s in on_demand]
+             if one_reliable_node else [(0.0, 0)])
+    everything, reliable = _Work.of(tasks, window_s), _Work.of([t for t in tasks if _reliable(t)], window_s)
+    needs = []  # per core: (vCPUs to buy, of which on demand, reliable work left, other work left)
+    for _, vcpus in cores:
+        rest = everything.beyond(vcpus, window_s)  # the core node takes the reliable work first
+        rest_reliable = reliable.beyond(vcpus, window_s)
+        needs.append((everything.vcpus_to_buy(vcpus, window_s), reliable.vcpus_to_buy(vcpus, window_s),
+                      rest_reliable, rest - rest_reliable))
+    most = max((n for n, _, _, _ in needs), default=0)
     # with no boot to pay the vCPUs bought cost nothing beyond their busy time: no knapsack to solve
-    table = _cheapest_vcpus_table(shapes, max(needs, default=0)) if boot_charge_s > 0 else None
+    tables = ((_cheapest_vcpus_table(shapes, most), _cheapest_vcpus_table(on_demand, most))
+              if boot_charge_s > 0 else None)
     best = math.inf
-    for (core_usd, _), rest, need in zip(cores, rests, needs):
-        boots_usd = table[need] * boot_charge_s / 3600.0 if table is not None and need > 0 else 0.0
-        busy_usd = usd_per_vcpu_s * rest if rest > 0 else 0.0
+    for (core_usd, _), (need, need_on_demand, rest_reliable, rest_other) in zip(cores, needs):
+        boots_usd = 0.0
+        if tables is not None and need > 0:
+            any_usd, on_demand_usd = tables
+            boots_usd = min(on_demand_usd[k] + any_usd[need - k] for k in range(need_on_demand, need + 1))
+            boots_usd *= boot_charge_s / 3600.0
+        busy_usd = ((on_demand_usd_per_vcpu_s * rest_reliable if rest_reliable > 0 else 0.0)
+                    + (usd_per_vcpu_s * rest_other if rest_other > 0 else 0.0))
         best = min(best, core_usd + boots_usd + busy_usd)
     return best
+
+
+def _reliable(task: TaskSpec) -> bool:
+    """A task no policy may run on spot: `preempt: false` (a task allowed some preemptions may run there)."""
+    return task.preempt.max_preemptions == 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """Work (vCPU-seconds) in the window, and the vCPUs of its tasks longer than half of it."""
+
+    vcpu_s: float
+    across_middle: int  # such a task runs across the window's middle wherever it runs
+
+    @classmethod
+    def of(cls, tasks: Sequence[TaskSpec], window_s: float) -> _Work:
+        # a task of exactly half the window (a chain of two such halves, summed in another order) may not
+        # cross its middle, so the test leaves the last bits of a float out
+        return cls(sum(t.vcpus * runtime_s(t) for t in tasks),
+                   sum(t.vcpus for t in tasks if runtime_s(t) > window_s / 2 * (1 + 1e-9)))
+
+    def beyond(self, core_vcpus: int, window_s: float) -> float:
+        """The work a core node of `core_vcpus` cannot take in the window."""
+        return max(self.vcpu_s - core_vcpus * window_s, 0.0)
+
+    def vcpus_to_buy(self, core_vcpus: int, window_s: float) -> int:
+        """vCPUs beyond the core node's that must be bought: to hold the rest of the work in the window,
+        and every task across the middle at once."""
+        rest = self.beyond(core_vcpus, window_s)
+        by_work = math.ceil(rest / window_s - 1e-9) if window_s > 0 and rest > 0 else 0
+        return max(by_work, self.across_middle - core_vcpus, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +225,7 @@ def run_floor(ran: Iterable[tuple[int, float]], shapes: Sequence[NodeShape], cap
     ``shapes``, by its makespan ``cap_s`` (see the module docstring); None when there is nothing to
     bound (no task with a runtime, no shape) or the records contradict themselves (a task longer than
     the makespan)."""
-    tasks = [TaskSpec(f"t{i}", vcpus, 0, runtime_s=wall) for i, (vcpus, wall) in enumerate(ran)
+    tasks = [TaskSpec(f"t{i}", vcpus, 0, PREEMPTIBLE, runtime_s=wall) for i, (vcpus, wall) in enumerate(ran)
              if vcpus > 0 and wall > 0]
     shapes = [s for s in shapes if s.usable.vcpus > 0]
     if not tasks or not shapes:

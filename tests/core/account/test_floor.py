@@ -19,7 +19,7 @@ from plastic.core.account.floor import (
     run_floor,
     usd_lower_bound,
 )
-from plastic.core.model import TaskSpec
+from plastic.core.model import PREEMPTIBLE, RELIABLE, Preempt, TaskSpec
 from tests.fakes.catalogs import THREE_CATALOG, THREE_SHAPES
 from tests.fakes.workloads import dag
 
@@ -51,7 +51,7 @@ def test_with_no_boot_and_no_minimum_charge_the_floor_is_the_reliable_node_and_t
     """A run's rules: four 2-vCPU tasks of 80 s by 100 s.  The c5.large is up for the critical path (80 s)
     and takes 2 x 100 vCPU-seconds of the 640; the other 440 at the m5.large spot's price per vCPU; no
     boot is paid, so no knapsack."""
-    tasks = [TaskSpec(f"t{i}", 2, 1024, runtime_s=80.0) for i in range(4)]
+    tasks = [TaskSpec(f"t{i}", 2, 1024, PREEMPTIBLE, runtime_s=80.0) for i in range(4)]
     want = 0.085 * 80 / 3600 + SPOT_VCPU_S * (640 - 2 * 100)
     assert usd_lower_bound(tasks, SHAPES, 100.0, boot_s=0.0, min_billed_s=0.0) == pytest.approx(want)
     # no rule of a reliable node: every vCPU-second at the cheapest price
@@ -60,6 +60,31 @@ def test_with_no_boot_and_no_minimum_charge_the_floor_is_the_reliable_node_and_t
     # no on-demand shape to keep: no policy of the rules exists
     spot_only = [s for s in SHAPES if not s.reliable]
     assert usd_lower_bound(tasks, spot_only, 100.0, boot_s=0.0, min_billed_s=0.0) == math.inf
+
+
+ON_DEMAND_VCPU_S = 0.085 / 2 / 3600  # the cheapest on-demand vCPU-second: c5.large (c5.xlarge the same)
+
+
+def test_reliable_work_is_paid_at_on_demand_prices_and_boots_on_demand_vcpus():
+    """`preempt: false` work no policy may run on spot. Four such 2-vCPU tasks of 80 s by 100 s, no boot:
+    the reliable node takes its share, the rest runs on on-demand vCPUs; a c5.xlarge as the reliable
+    node (the same price per vCPU, more of the work at no further cost) is the cheapest way."""
+    tasks = [TaskSpec(f"t{i}", 2, 1024, RELIABLE, runtime_s=80.0) for i in range(4)]
+    want = 0.17 * 80 / 3600 + ON_DEMAND_VCPU_S * (640 - 4 * 100)
+    assert usd_lower_bound(tasks, SHAPES, 100.0, boot_s=0.0, min_billed_s=0.0) == pytest.approx(want)
+    # with a boot of 60 s and a cap of 420 s (window 360 s), four 300 s tasks cross the window's middle:
+    # 8 on-demand vCPUs at once.  A c5.xlarge core leaves 4 to boot (a c5.xlarge or two c5.large)
+    tasks = [TaskSpec(f"t{i}", 2, 1024, RELIABLE, runtime_s=300.0) for i in range(4)]
+    want = 0.17 * 360 / 3600 + 0.17 * 60 / 3600 + ON_DEMAND_VCPU_S * (2400 - 4 * 360)
+    assert usd_lower_bound(tasks, SHAPES, 420.0) == pytest.approx(want)
+    # a task allowed one preemption may start on spot: priced as preemptible work
+    some = [TaskSpec(f"t{i}", 2, 1024, Preempt(1), runtime_s=300.0) for i in range(4)]
+    free = [TaskSpec(f"t{i}", 2, 1024, PREEMPTIBLE, runtime_s=300.0) for i in range(4)]
+    assert usd_lower_bound(some, SHAPES, 420.0) == usd_lower_bound(free, SHAPES, 420.0) < want
+    # reliable work, no reliable node kept, and no on-demand shape to buy: no policy can run it
+    spot_only = [s for s in SHAPES if not s.reliable]
+    assert usd_lower_bound(tasks, spot_only, 420.0, one_reliable_node=False) == math.inf
+    assert math.isfinite(usd_lower_bound(free, spot_only, 420.0, one_reliable_node=False))
 
 
 def test_a_runs_floor_says_what_it_was_computed_with():
