@@ -24,9 +24,9 @@ Two answers per trace, as fractions of static's cost:
 - **blind**: the least *expected* cost found for a first-wave placement made without knowing which of
   a step's tasks runs longest, the runtimes of each step's first-wave tasks permuted among them
   (`--permutations` draws; the node set, drain and placement are chosen on one set of draws and their
-  cost is the mean over another), the drain and the list scheduling still perfectly timed.  A controller that
-  does not know each task's runtime (plastic's does not: within a step every task has the same spread)
-  cannot expect less from schedules of this family.
+  cost is the mean over another, of `--judged` draws), the drain and the list scheduling still
+  perfectly timed.  A controller that does not know each task's runtime (plastic's does not: within a
+  step every task has the same spread) cannot expect less from schedules of this family.
 
 A search, not a proof: a lower figure may exist outside the family.  RAM is not checked (the traces'
 tasks ask for little) and interruptions are left out.
@@ -248,12 +248,13 @@ def permutations(schedules: Schedules, draws: int, rng: random.Random) -> list[S
     return out
 
 
-def search(schedules: Schedules, shapes: Sequence[NodeShape], iterations: int, draws: int, seed: int = 1) -> dict:
+def search(schedules: Schedules, shapes: Sequence[NodeShape], iterations: int, draws: int, seed: int = 1,
+           judged_draws: int | None = None) -> dict:
     """The cheapest schedule found with known runtimes and the least expected cost found blind (USD);
     each with its node set and drained nodes."""
     rng = random.Random(seed)
     worlds = permutations(schedules, draws, rng)
-    fresh = permutations(schedules, draws, rng)  # the blind placement is judged on draws it was not chosen on
+    fresh = permutations(schedules, judged_draws or draws, rng)  # the blind choice is judged on other draws
     width = sum(schedules.vcpus[r] for r in schedules.roots)
     known: tuple[float, str] = (math.inf, "")
     blind: tuple[float, list[float], str] = (math.inf, [], "")  # chosen on `worlds`, judged on `fresh`
@@ -269,8 +270,8 @@ def search(schedules: Schedules, shapes: Sequence[NodeShape], iterations: int, d
                 cost, makespan = world.cost(nodes, placement, drained)
                 return cost if makespan <= schedules.cap_s * (1 + 1e-9) else math.inf
 
-            def expected(placement, draws=worlds):
-                return sum(usd(placement, w) for w in draws) / len(draws)
+            def expected(placement, sample=worlds):
+                return sum(usd(placement, w) for w in sample) / len(sample)
 
             what = describe(nodes, drained)
             value, _ = improve(usd, start, nodes, schedules, iterations, rng)
@@ -279,7 +280,8 @@ def search(schedules: Schedules, shapes: Sequence[NodeShape], iterations: int, d
             if value < blind[0]:
                 blind = (value, [usd(placement, w) for w in fresh], what)
     judged = blind[1] or [math.inf]
-    spread = statistics.stdev(judged) / math.sqrt(len(judged)) if len(judged) > 1 else 0.0
+    finite = all(math.isfinite(v) for v in judged)  # a draw over the cap: no standard error to give
+    spread = statistics.stdev(judged) / math.sqrt(len(judged)) if finite and len(judged) > 1 else math.inf
     return {"known_usd": known[0], "known_nodes": known[1], "blind_usd": statistics.fmean(judged),
             "blind_error_usd": spread, "blind_nodes": blind[2]}
 
@@ -292,7 +294,7 @@ def describe(nodes: Sequence[Node], drained: frozenset[int]) -> str:
     return ", ".join(words)
 
 
-def run_trace(path: Path, iterations: int, draws: int) -> dict:
+def run_trace(path: Path, iterations: int, draws: int, judged_draws: int | None = None) -> dict:
     workload = load_trace(str(path))
     catalog = load_catalog(None)
     shapes = node_shapes(catalog)
@@ -300,7 +302,7 @@ def run_trace(path: Path, iterations: int, draws: int) -> dict:
                       rate_per_hour=0.0, boot_s=BOOT_S)
     cap_s = TARGET_MAKESPAN_RATIO * static.makespan_s
     floor = usd_lower_bound(workload.tasks, shapes, cap_s, boot_s=BOOT_S)
-    found = search(Schedules(workload.tasks, cap_s), shapes, iterations, draws)
+    found = search(Schedules(workload.tasks, cap_s), shapes, iterations, draws, judged_draws=judged_draws)
     target = floor + AVOIDABLE_SHARE * (static.usd - floor)
     return {"trace": path.name, "static_usd": static.usd, "cap_s": cap_s, "floor": floor / static.usd,
             "target": target / static.usd, "known": found["known_usd"] / static.usd,
@@ -312,10 +314,14 @@ def run_trace(path: Path, iterations: int, draws: int) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--traces", default="montage*", help="glob over data/wfinstances (default: montage*)")
-    ap.add_argument("--iterations", type=int, default=400, help="swaps tried per node set and drain (default 400)")
+    ap.add_argument("--iterations", type=int, default=400,
+                    help="swaps tried per node set and drain (default 400; a quarter of them for the blind figure)")
     ap.add_argument("--permutations", type=int, default=40, help="runtime draws for the blind figure (default 40)")
+    ap.add_argument("--judged", type=int, help="fresh draws the blind choice is judged on (default: --permutations)")
     args = ap.parse_args(argv)
-    for flag, value, least in (("--iterations", args.iterations, 0), ("--permutations", args.permutations, 1)):
+    checks = (("--iterations", args.iterations, 0), ("--permutations", args.permutations, 1),
+              ("--judged", args.permutations if args.judged is None else args.judged, 2))
+    for flag, value, least in checks:
         if value < least:
             print(f"elastic_oracle: {flag} must be >= {least}, not {value}", file=sys.stderr)
             return 2
@@ -323,14 +329,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not paths:
         print(f"elastic_oracle: no trace of {WFINSTANCES} matches {args.traces!r}", file=sys.stderr)
         return 2
+    judged = args.judged or args.permutations
     print(f"schedules that know more than the controller; {machine()}; boot {BOOT_S:g} s, calm, "
-          f"{args.iterations} swaps, {args.permutations} runtime draws; USD over static's")
-    print("| trace | floor | target | known runtimes | its nodes | blind (expected, +- its standard error) | its nodes |")
+          f"{args.iterations} swaps, {args.permutations} runtime draws (judged on {judged} others); USD over static's")
+    print("| trace | floor | target | known runtimes | its nodes | blind (expected, +- standard error) | its nodes |")
     print("|---|--:|--:|--:|---|--:|---|")
     for path in paths:
-        row = run_trace(path, args.iterations, args.permutations)
+        row = run_trace(path, args.iterations, args.permutations, args.judged)
         print(f"| {row['trace']} | {row['floor']:.4f} | {row['target']:.4f} | {row['known']:.4f} | "
-              f"{row['known_nodes']} | {row['blind']:.4f} +- {row['blind_error']:.4f} | {row['blind_nodes']} |", flush=True)
+              f"{row['known_nodes']} | {row['blind']:.4f} +- {row['blind_error']:.4f} | {row['blind_nodes']} |",
+              flush=True)
     return 0
 
 

@@ -115,6 +115,7 @@ def test_the_search_finds_the_known_runtime_schedule_no_dearer_than_the_blind_on
 @pytest.mark.parametrize("args, says", [
     (["--traces", "nothing-like-this*"], "no trace of"),
     (["--permutations", "0"], "--permutations must be >= 1"),
+    (["--judged", "1"], "--judged must be >= 2"),
 ])
 def test_bad_input_gets_one_line_and_exit_2(args, says):
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "elastic_oracle.py"), *args], capture_output=True,
