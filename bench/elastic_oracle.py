@@ -43,7 +43,6 @@ import random
 import statistics
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -56,22 +55,13 @@ from bench.sim_world import trace_step  # noqa: E402
 from plastic.catalogs import load_catalog  # noqa: E402
 from plastic.core.model import Market, NodeShape, TaskSpec, node_shapes  # noqa: E402
 from plastic.core.planning.sizing import plan_workload  # noqa: E402
+from plastic.core.planning.waves import topological_order  # noqa: E402
 from plastic.traces import load_trace  # noqa: E402
 
 BOOT_S = 60.0
 SPOT_SHAPES = 4  # the cheapest spot shapes per vCPU the node sets are made of
 EXTRA_VCPUS = 4  # node sets with up to this many spot vCPUs beyond the first wave's need
 MORE_NODES = 3  # and up to this many nodes more than the fewest that could hold it
-
-
-@dataclass(frozen=True)
-class Node:
-    shape: NodeShape
-    reliable: bool
-
-    @property
-    def vcpus(self) -> int:
-        return self.shape.usable.vcpus
 
 
 class Schedules:
@@ -88,27 +78,15 @@ class Schedules:
                 self.children[p].append(t.id)
         self.roots = [t.id for t in tasks if not t.parents]
         self.runtime = {t.id: runtime_s(t) for t in tasks}
+        self.order = [t.id for t in topological_order(tasks)]
         self.to_end = self._paths_to_end()
 
     def _paths_to_end(self) -> dict[str, float]:
         """Each task's longest path to the end, itself included, with the runtimes of `self.runtime`."""
         out: dict[str, float] = {}
-        for tid in reversed(self._topological()):
+        for tid in reversed(self.order):
             out[tid] = self.runtime[tid] + max((out[c] for c in self.children[tid]), default=0.0)
         return out
-
-    def _topological(self) -> list[str]:
-        waiting = {i: len(self.parents[i]) for i in self.ids}
-        ready = [i for i in self.ids if not waiting[i]]
-        order = []
-        while ready:
-            tid = ready.pop()
-            order.append(tid)
-            for c in self.children[tid]:
-                waiting[c] -= 1
-                if not waiting[c]:
-                    ready.append(c)
-        return order
 
     def with_runtimes(self, runtime: dict[str, float]) -> Schedules:
         """The same DAG with other runtimes (a permutation within steps)."""
@@ -118,9 +96,9 @@ class Schedules:
         other.to_end = other._paths_to_end()
         return other
 
-    def cost(self, nodes: Sequence[Node], first: dict[str, int], drained: frozenset[int]) -> tuple[float, float]:
+    def cost(self, nodes: Sequence[NodeShape], first: dict[str, int], drained: frozenset[int]) -> tuple[float, float]:
         """(USD, makespan) of the schedule: first-wave task -> node index, the drained nodes' indexes."""
-        free = [[BOOT_S] * n.vcpus for n in nodes]
+        free = [[BOOT_S] * n.usable.vcpus for n in nodes]
         end: dict[str, float] = {}
         last = [0.0] * len(nodes)
         for tid in sorted(self.roots, key=lambda r: -self.runtime[r]):
@@ -137,13 +115,13 @@ class Schedules:
             at, _, tid = heapq.heappop(ready)
             ni, start = self._earliest(nodes, free, drained, paid_anyway, tid, at)
             end[tid] = start + self.runtime[tid]
-            slots = sorted(range(nodes[ni].vcpus), key=free[ni].__getitem__)[:self.vcpus[tid]]
+            slots = sorted(range(nodes[ni].usable.vcpus), key=free[ni].__getitem__)[:self.vcpus[tid]]
             for k in slots:
                 free[ni][k] = end[tid]
             last[ni] = max(last[ni], end[tid])
             self._release_children(tid, end, waiting, ready)
         makespan = max(end.values())
-        usd = sum(n.shape.usd_per_hour * (makespan if n.reliable else max(last[i], MIN_BILLED_S)) / 3600.0
+        usd = sum(n.usd_per_hour * (makespan if n.reliable else max(last[i], MIN_BILLED_S)) / 3600.0
                   for i, n in enumerate(nodes) if n.reliable or last[i] > 0)
         return usd, makespan
 
@@ -157,13 +135,13 @@ class Schedules:
         """The node where `tid` starts earliest (a tie: the one it lengthens least, then the reliable one)."""
         best: tuple[tuple[float, float, int], int, float] | None = None
         for ni, node in enumerate(nodes):
-            if node.vcpus < self.vcpus[tid]:
+            if node.usable.vcpus < self.vcpus[tid]:
                 continue
             start = max(ready_at, sorted(free[ni])[self.vcpus[tid] - 1])
             ends = start + self.runtime[tid]
             if ni in drained and ends > paid_anyway[ni]:
                 continue
-            longer = 0.0 if node.reliable else max(0.0, ends - paid_anyway[ni]) * node.shape.usd_per_hour
+            longer = 0.0 if node.reliable else max(0.0, ends - paid_anyway[ni]) * node.usd_per_hour
             key = (start, longer, 0 if node.reliable else 1)
             if best is None or key < best[0]:
                 best = (key, ni, start)
@@ -172,7 +150,7 @@ class Schedules:
         return best[1], best[2]
 
 
-def node_sets(shapes: Sequence[NodeShape], width_vcpus: int) -> list[tuple[Node, ...]]:
+def node_sets(shapes: Sequence[NodeShape], width_vcpus: int) -> list[tuple[NodeShape, ...]]:
     """The cheapest on-demand shape an hour as the reliable node, then every multiset of the cheapest
     spot shapes with enough vCPUs for the first wave at once (up to EXTRA_VCPUS more)."""
     on_demand = min((s for s in shapes if s.market is Market.ON_DEMAND),
@@ -185,20 +163,21 @@ def node_sets(shapes: Sequence[NodeShape], width_vcpus: int) -> list[tuple[Node,
     for count in range(0, most + 1):
         for combo in itertools.combinations_with_replacement(spot, count):
             if need <= sum(s.usable.vcpus for s in combo) <= need + EXTRA_VCPUS:
-                out.append((Node(on_demand, True), *(Node(s, False) for s in combo)))
+                out.append((on_demand, *combo))
     return out
 
 
-def first_placement(schedules: Schedules, nodes: Sequence[Node]) -> dict[str, int] | None:
+def first_placement(schedules: Schedules, nodes: Sequence[NodeShape]) -> dict[str, int] | None:
     """Shortest first-wave tasks on the biggest nodes, one vCPU each in turn (None: the wave does not fit)."""
-    slots = [i for i, n in sorted(enumerate(nodes), key=lambda x: -x[1].vcpus) for _ in range(n.vcpus)]
+    biggest_first = sorted(enumerate(nodes), key=lambda x: -x[1].usable.vcpus)
+    slots = [i for i, n in biggest_first for _ in range(n.usable.vcpus)]
     roots = sorted(schedules.roots, key=lambda r: schedules.runtime[r])
     need = sum(schedules.vcpus[r] for r in roots)
-    if need > len(slots) or any(schedules.vcpus[r] > max(n.vcpus for n in nodes) for r in roots):
+    if need > len(slots) or any(schedules.vcpus[r] > max(n.usable.vcpus for n in nodes) for r in roots):
         return None
     placement, used = {}, [0] * len(nodes)
     for tid in roots:
-        ni = next((i for i in slots if used[i] + schedules.vcpus[tid] <= nodes[i].vcpus), None)
+        ni = next((i for i in slots if used[i] + schedules.vcpus[tid] <= nodes[i].usable.vcpus), None)
         if ni is None:
             return None
         placement[tid] = ni
@@ -206,11 +185,11 @@ def first_placement(schedules: Schedules, nodes: Sequence[Node]) -> dict[str, in
     return placement
 
 
-def fits(schedules: Schedules, nodes: Sequence[Node], placement: dict[str, int]) -> bool:
+def fits(schedules: Schedules, nodes: Sequence[NodeShape], placement: dict[str, int]) -> bool:
     used = [0] * len(nodes)
     for tid, ni in placement.items():
         used[ni] += schedules.vcpus[tid]
-    return all(u <= n.vcpus for u, n in zip(used, nodes))
+    return all(u <= n.usable.vcpus for u, n in zip(used, nodes))
 
 
 def improve(score, placement: dict[str, int], nodes, schedules: Schedules, iterations: int, rng: random.Random):
@@ -286,11 +265,11 @@ def search(schedules: Schedules, shapes: Sequence[NodeShape], iterations: int, d
             "blind_error_usd": spread, "blind_nodes": blind[2]}
 
 
-def describe(nodes: Sequence[Node], drained: frozenset[int]) -> str:
+def describe(nodes: Sequence[NodeShape], drained: frozenset[int]) -> str:
     words = []
     for i, n in enumerate(nodes):
         market = "on-demand" if n.reliable else "spot"
-        words.append(f"{n.shape.instance_type.name} {market}{' drained' if i in drained else ''}")
+        words.append(f"{n.name} {market}{' drained' if i in drained else ''}")
     return ", ".join(words)
 
 

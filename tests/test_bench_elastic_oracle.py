@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.elastic_bound import usd_lower_bound
-from bench.elastic_oracle import Node, Schedules, first_placement, node_sets, permutations, search
+from bench.elastic_oracle import Schedules, first_placement, node_sets, permutations, search
 from plastic.core.model import PREEMPTIBLE, TaskSpec
 from tests.fakes.catalogs import THREE_SHAPES
 
@@ -26,8 +26,8 @@ def shape(name: str, market: str):
     return next(s for s in THREE_SHAPES if s.instance_type.name == name and s.market.value == market)
 
 
-RELIABLE_NODE = Node(shape("c5.large", "on-demand"), True)
-SPOT_NODE = Node(shape("m5.large", "spot"), False)
+RELIABLE_NODE = shape("c5.large", "on-demand")
+SPOT_NODE = shape("m5.large", "spot")
 
 
 def task(tid, runtime, *parents, vcpus=1):
@@ -67,10 +67,10 @@ def test_a_drained_node_takes_later_work_only_inside_the_time_it_is_paid_for():
 
 def test_node_sets_hold_the_first_wave_and_the_placement_fills_the_biggest_nodes_first():
     sets = node_sets(THREE_SHAPES, width_vcpus=6)
-    assert sets and all(n[0].reliable and sum(x.vcpus for x in n) >= 6 for n in sets)
+    assert sets and all(n[0].reliable and sum(x.usable.vcpus for x in n) >= 6 for n in sets)
     assert all(not x.reliable for n in sets for x in n[1:])
     sched = Schedules([task(f"a_{i}", float(i + 1)) for i in range(5)], cap_s=1000.0)
-    nodes = (RELIABLE_NODE, Node(shape("m5.large", "spot"), False), Node(shape("c5.xlarge", "spot"), False))
+    nodes = (RELIABLE_NODE, shape("m5.large", "spot"), shape("c5.xlarge", "spot"))
     placement = first_placement(sched, nodes)
     assert [placement[f"a_{i}"] for i in range(4)] == [2, 2, 2, 2]  # the four shortest on the 4-vCPU node
     assert first_placement(sched, (RELIABLE_NODE,)) is None  # five 1-vCPU tasks on two vCPUs at once: no

@@ -132,7 +132,9 @@ def usd_lower_bound(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], cap_
     boot_charge_s = max(boot_s, min_billed_s - window_s)
     cores = ([(s.usd_per_hour * max(end_s, min_billed_s) / 3600.0, s.usable.vcpus) for s in on_demand]
              if one_reliable_node else [(0.0, 0)])
-    everything, reliable = _Work.of(tasks, window_s), _Work.of([t for t in tasks if _reliable(t)], window_s)
+    # work no policy may run on spot: `preempt: false` (a task allowed some preemptions may start there)
+    reliable = _Work.of([t for t in tasks if not t.preempt.preemptible], window_s)
+    everything = _Work.of(tasks, window_s)
     needs = []  # per core: (vCPUs to buy, of which on demand, reliable work left, other work left)
     for _, vcpus in cores:
         rest = everything.beyond(vcpus, window_s)  # the core node takes the reliable work first
@@ -154,11 +156,6 @@ def usd_lower_bound(tasks: Sequence[TaskSpec], shapes: Sequence[NodeShape], cap_
                     + (usd_per_vcpu_s * rest_other if rest_other > 0 else 0.0))
         best = min(best, core_usd + boots_usd + busy_usd)
     return best
-
-
-def _reliable(task: TaskSpec) -> bool:
-    """A task no policy may run on spot: `preempt: false` (a task allowed some preemptions may run there)."""
-    return task.preempt.max_preemptions == 0
 
 
 @dataclass(frozen=True, slots=True)
